@@ -1,0 +1,32 @@
+"""User input → `RaggedPanel`; targets; length buckets and padding.
+
+Pure numpy/pandas: no JAX, no scikit-learn.
+"""
+
+from ._batching import bucket_length as bucket_length
+from ._batching import make_batches as make_batches
+from ._batching import pad_batch as pad_batch
+from ._panel import RaggedPanel as RaggedPanel
+from ._panel import check_columns as check_columns
+from ._panel import frames_from_multiindex as frames_from_multiindex
+from ._panel import gaps_from_times as gaps_from_times
+from ._panel import panel_to_frames as panel_to_frames
+from ._panel import time_scale_from as time_scale_from
+from ._panel import to_panel as to_panel
+from ._targets import Targets as Targets
+from ._targets import to_targets as to_targets
+
+__all__ = [
+    "RaggedPanel",
+    "Targets",
+    "bucket_length",
+    "check_columns",
+    "frames_from_multiindex",
+    "gaps_from_times",
+    "make_batches",
+    "pad_batch",
+    "panel_to_frames",
+    "time_scale_from",
+    "to_panel",
+    "to_targets",
+]

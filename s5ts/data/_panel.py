@@ -1,0 +1,709 @@
+"""User input → `RaggedPanel`, the one ragged representation the models see.
+
+Accepted inputs (see `docs/input-formats.md`):
+
+- a list / tuple / 1-D object array / pandas Series of per-series DataFrames
+  (or Series for univariate data, or plain `(L_i,)` / `(L_i, d)` arrays),
+  each indexed by its time stamps;
+- a DataFrame (or Series) with a two-level `(series, time)` MultiIndex;
+- a long DataFrame with an id column and a time column (`id_col=`,
+  `time_col=`);
+- a 3-D array `(n, L, d)` or 2-D array `(n, L)` (univariate), with optional
+  `times` `(n, L)` or `(L,)`; trailing NaN/NaT times mark padding, so a
+  padded array can hold ragged series.
+
+Datetime and timedelta times become float seconds, computed from the
+underlying integer representation in its own unit (pandas 3 often stores
+`datetime64[us]`, so the unit is never assumed). The integer and fractional
+seconds are converted separately, so the same instant gives bit-identical
+seconds whatever its storage unit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from jaxtyping import Float
+
+TimeKind = Literal["datetime", "timedelta", "numeric"]
+TIME_KINDS = ("datetime", "timedelta", "numeric")
+
+_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RaggedPanel:
+    """n time series of different lengths on their own (irregular) time grids.
+
+    **Fields:**
+
+    - `ids`: the n series identifiers, in input order.
+    - `values`: n read-only float64 arrays of shape `(L_i, d)`; NaN marks a
+      missing channel at an observed time.
+    - `times`: n read-only float64 arrays of shape `(L_i,)`, strictly
+      increasing; seconds for datetime/timedelta input (datetimes: seconds
+      since the Unix epoch, UTC), the raw numbers otherwise.
+    - `columns`: the d feature names (str).
+    - `time_kind`: `"datetime"`, `"timedelta"` or `"numeric"`.
+    - `tz`: the time zone of datetime input, if any.
+    - `ids_are_labels`: True when `ids` came from the input (MultiIndex
+      level, id column, labels of a pandas Series of frames), False when
+      they are just positions `0..n-1`. Targets given as a pandas object
+      are aligned by label only in the first case (after an sklearn split
+      of a list, positions no longer match a target Series' labels).
+
+    Build one with `to_panel`; the constructor checks only shapes.
+    """
+
+    ids: tuple
+    values: tuple
+    times: tuple
+    columns: tuple
+    time_kind: TimeKind = "numeric"
+    tz: str | None = None
+    ids_are_labels: bool = False
+
+    def __post_init__(self):
+        n = len(self.ids)
+        if len(self.values) != n or len(self.times) != n:
+            raise ValueError(
+                f"ids, values and times must have the same length, got {n}, "
+                f"{len(self.values)} and {len(self.times)}"
+            )
+        if self.time_kind not in TIME_KINDS:
+            raise ValueError(f"time_kind must be one of {TIME_KINDS}, got {self.time_kind!r}")
+        if self.tz is not None and self.time_kind != "datetime":
+            raise ValueError("tz is only meaningful for datetime times")
+        d = len(self.columns)
+        values, times = [], []
+        for sid, v, t in zip(self.ids, self.values, self.times):
+            v = _frozen_float(v)
+            t = _frozen_float(t)
+            if v.ndim != 2 or v.shape[1] != d or t.shape != (v.shape[0],):
+                raise ValueError(
+                    f"series {sid!r}: values must have shape (L, {d}) and times (L,), "
+                    f"got {v.shape} and {t.shape}"
+                )
+            values.append(v)
+            times.append(t)
+        object.__setattr__(self, "ids", tuple(self.ids))
+        object.__setattr__(self, "values", tuple(values))
+        object.__setattr__(self, "times", tuple(times))
+        object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
+
+    @property
+    def n_series(self) -> int:
+        return len(self.ids)
+
+    @property
+    def n_features(self) -> int:
+        return len(self.columns)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Series lengths `L_i`, int64 array of shape `(n,)`."""
+        return np.array([t.shape[0] for t in self.times], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def time_index(self, i: int) -> pd.Index:
+        """The times of series `i` as a pandas Index of the input's kind.
+
+        Datetimes and timedeltas come back at microsecond resolution (float64
+        seconds since the epoch resolve about 0.25 µs today).
+        """
+        return _seconds_to_index(self.times[i], self.time_kind, self.tz)
+
+    def subset(self, indices) -> RaggedPanel:
+        """The panel restricted to the series at positions `indices` (in that order)."""
+        idx = [int(i) for i in np.asarray(indices, dtype=np.int64).reshape(-1)]
+        return dataclasses.replace(
+            self,
+            ids=tuple(self.ids[i] for i in idx),
+            values=tuple(self.values[i] for i in idx),
+            times=tuple(self.times[i] for i in idx),
+        )
+
+    def to_multiindex(self) -> pd.DataFrame:
+        """A DataFrame with a `(series, time)` MultiIndex; the inverse of `to_panel`."""
+        if self.n_series == 0:
+            raise ValueError("the panel has no series")
+        frames = panel_to_frames(self)
+        return pd.concat(frames, keys=list(self.ids), names=["series", "time"])
+
+
+def _frozen_float(a) -> np.ndarray:
+    if (
+        isinstance(a, np.ndarray)
+        and a.dtype == np.float64
+        and a.flags.owndata
+        and not a.flags.writeable
+    ):
+        return a  # already frozen by us (e.g. `subset`): no copy
+    a = np.array(a, dtype=np.float64, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+# --------------------------------------------------------------------------
+# times
+
+
+def _describe(sid) -> str:
+    return "" if sid is None else f"series {sid!r}: "
+
+
+def _times_to_seconds(t, sid=None) -> tuple[np.ndarray, np.ndarray, TimeKind, str | None]:
+    """Convert time stamps (pandas Index or numpy array, any shape) to float seconds.
+
+    **Returns:** `(seconds, exact, kind, tz)`: float64 seconds with NaN for
+    NaT/NaN; `exact`, the same times in a representation whose order and
+    equality are exact (int64 ticks in the input's unit for
+    datetimes/timedeltas, so ordering checks are not fooled by float
+    rounding); the time kind; the tz name.
+    """
+    shape = np.shape(t)
+    if isinstance(t, pd.MultiIndex):
+        raise TypeError(f"{_describe(sid)}times must be one level, got a MultiIndex")
+    if isinstance(t, pd.PeriodIndex) or isinstance(getattr(t, "dtype", None), pd.PeriodDtype):
+        raise TypeError(
+            f"{_describe(sid)}period times are not supported; convert them with .to_timestamp()"
+        )
+    if isinstance(t, (pd.Index, pd.Series)):
+        dtype = t.dtype
+    else:
+        t = np.asarray(t)
+        dtype = t.dtype
+    kind_char = dtype.kind if isinstance(dtype, np.dtype) else None
+    if isinstance(dtype, pd.DatetimeTZDtype) or kind_char == "M":
+        idx = pd.DatetimeIndex(np.ravel(t) if isinstance(t, np.ndarray) else t)
+        tz = None if idx.tz is None else str(idx.tz)
+        sec, exact = _ticks_to_seconds(idx.asi8, idx.unit, np.asarray(idx.isna()), shape)
+        return sec, exact, "datetime", tz
+    if kind_char == "m":
+        idx = pd.TimedeltaIndex(np.ravel(t) if isinstance(t, np.ndarray) else t)
+        sec, exact = _ticks_to_seconds(idx.asi8, idx.unit, np.asarray(idx.isna()), shape)
+        return sec, exact, "timedelta", None
+    if (
+        pd.api.types.is_numeric_dtype(dtype)
+        and not pd.api.types.is_bool_dtype(dtype)
+        and not pd.api.types.is_complex_dtype(dtype)
+    ):
+        if isinstance(t, (pd.Index, pd.Series)):
+            sec = t.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            sec = t.astype(np.float64)
+        sec = sec.reshape(shape)
+        return sec, sec, "numeric", None
+    stringy = dtype == object or pd.api.types.is_string_dtype(dtype)
+    hint = " (parse strings with pd.to_datetime)" if stringy else ""
+    raise TypeError(
+        f"{_describe(sid)}times must be datetime, timedelta or numeric, got dtype {dtype}{hint}"
+    )
+
+
+def _ticks_to_seconds(ticks, unit, nat, shape):
+    per = _PER_SECOND[unit]
+    ticks = np.asarray(ticks, dtype=np.int64)
+    whole = np.floor_divide(ticks, per)
+    # Whole seconds are exact in float64; the remainder divided by `per` is
+    # correctly rounded, so 1.5 s stored in ms, us or ns gives the same float.
+    sec = whole.astype(np.float64) + (ticks - whole * per) / per
+    sec[nat] = np.nan
+    return sec.reshape(shape), ticks.reshape(shape)
+
+
+def _seconds_to_index(sec, kind, tz) -> pd.Index:
+    sec = np.asarray(sec, dtype=np.float64)
+    if kind == "numeric":
+        return pd.Index(sec, name="time")
+    whole = np.floor(sec)
+    us = whole.astype(np.int64) * 10**6 + np.round((sec - whole) * 1e6).astype(np.int64)
+    if kind == "timedelta":
+        return pd.TimedeltaIndex(us.astype("timedelta64[us]"), name="time")
+    idx = pd.DatetimeIndex(us.astype("datetime64[us]"), name="time")
+    if tz is not None:
+        idx = idx.tz_localize("UTC").tz_convert(tz)
+    return idx
+
+
+def _check_times(sid, sec, exact):
+    """Finite, strictly increasing; messages name the series and position."""
+    bad = ~np.isfinite(sec)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"series {sid!r}: time at position {k} is missing (NaT/NaN) or infinite")
+    if sec.shape[0] < 2:
+        return
+    order = exact[1:] > exact[:-1]
+    same = exact[1:] == exact[:-1]
+    if same.any():
+        k = int(np.flatnonzero(same)[0]) + 1
+        raise ValueError(
+            f"series {sid!r}: duplicate time at positions {k - 1} and {k}; "
+            "times must be strictly increasing"
+        )
+    if not order.all():
+        k = int(np.flatnonzero(~order)[0]) + 1
+        raise ValueError(
+            f"series {sid!r}: times are not sorted (position {k} comes before position {k - 1}); "
+            "sort the series by time first (e.g. .sort_index())"
+        )
+    if not (np.diff(sec) > 0).all():
+        k = int(np.flatnonzero(np.diff(sec) <= 0)[0]) + 1
+        raise ValueError(
+            f"series {sid!r}: times at positions {k - 1} and {k} are closer than float64 "
+            "seconds can resolve"
+        )
+
+
+class _TimeKindTracker:
+    """Checks that every series has the same kind of time and the same tz."""
+
+    def __init__(self):
+        self.kind = None
+        self.tz = None
+        self.first = None
+
+    def update(self, sid, kind, tz):
+        if self.kind is None:
+            self.kind, self.tz, self.first = kind, tz, sid
+            return
+        if kind != self.kind:
+            raise TypeError(
+                f"series {sid!r} has {kind} times but series {self.first!r} has "
+                f"{self.kind} times; all series must use one kind of time"
+            )
+        if tz != self.tz:
+            if tz is None or self.tz is None:
+                raise ValueError(
+                    f"series {sid!r} has {'naive' if tz is None else 'tz-aware'} datetimes but "
+                    f"series {self.first!r} has {'naive' if self.tz is None else 'tz-aware'} ones; "
+                    "do not mix them"
+                )
+            raise ValueError(
+                f"series {sid!r} has time zone {tz!r} but series {self.first!r} has {self.tz!r}; "
+                "convert all series to one time zone (e.g. .tz_convert)"
+            )
+
+
+# --------------------------------------------------------------------------
+# features
+
+
+def _frame_features(df: pd.DataFrame, sid=None) -> tuple[np.ndarray, tuple]:
+    """float64 `(L, d)` values and str column names of a feature frame."""
+    where = _describe(sid)
+    if df.shape[1] == 0:
+        raise ValueError(f"{where}no feature columns")
+    columns = tuple(str(c) for c in df.columns)
+    _check_unique_columns(columns, sid)
+    for name, dtype in zip(columns, df.dtypes):
+        _check_feature_dtype(dtype, name, sid)
+    values = df.to_numpy(dtype=np.float64, na_value=np.nan)
+    return values, columns
+
+
+def _check_unique_columns(columns, sid):
+    seen = set()
+    for c in columns:
+        if c in seen:
+            raise ValueError(f"{_describe(sid)}column {c!r} appears more than once")
+        seen.add(c)
+
+
+def _check_feature_dtype(dtype, name, sid):
+    ok = (
+        pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+    ) and not pd.api.types.is_complex_dtype(dtype)
+    if not ok:
+        raise TypeError(
+            f"{_describe(sid)}column {name!r} has non-numeric dtype {dtype}; features must be "
+            "numeric or bool (encode categories and strings first)"
+        )
+
+
+def _check_values(sid, values, columns):
+    if values.shape[0] == 0:
+        raise ValueError(f"series {sid!r} is empty")
+    inf = np.isinf(values)
+    if inf.any():
+        row, col = np.argwhere(inf)[0]
+        raise ValueError(
+            f"series {sid!r}, column {columns[col]!r}: infinite value at position {row}"
+        )
+    if np.isnan(values).all():
+        raise ValueError(f"series {sid!r}: every feature is NaN (no observed value)")
+
+
+def _align_columns(sid, values, columns, reference, ref_sid):
+    """Reorder `values` to `reference` columns; error on different column sets."""
+    if columns == reference:
+        return values
+    if set(columns) == set(reference) and len(columns) == len(reference):
+        pos = {c: j for j, c in enumerate(columns)}
+        return values[:, [pos[c] for c in reference]]
+    missing = [c for c in reference if c not in columns]
+    extra = [c for c in columns if c not in reference]
+    raise ValueError(
+        f"series {sid!r} has columns {list(columns)} but series {ref_sid!r} has "
+        f"{list(reference)} (missing: {missing}, unexpected: {extra})"
+    )
+
+
+def _array_features(arr, sid, what="values") -> np.ndarray:
+    arr = np.asarray(arr)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"series {sid!r}: {what} must be numeric, got dtype {arr.dtype}")
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise ValueError(f"series {sid!r}: {what} must be 1-D or 2-D, got shape {arr.shape}")
+    return arr.astype(np.float64)
+
+
+# --------------------------------------------------------------------------
+# builders
+
+
+def _finish(ids, values, times, columns, tracker, ids_are_labels) -> RaggedPanel:
+    return RaggedPanel(
+        ids=tuple(ids),
+        values=tuple(values),
+        times=tuple(times),
+        columns=tuple(columns),
+        time_kind=tracker.kind or "numeric",
+        tz=tracker.tz,
+        ids_are_labels=ids_are_labels,
+    )
+
+
+def _from_items(items, ids, times, ids_are_labels) -> RaggedPanel:
+    if len(items) == 0:
+        raise ValueError("X holds no series")
+    if times is not None and len(times) != len(items):
+        raise ValueError(f"times has {len(times)} entries but X has {len(items)} series")
+    tracker = _TimeKindTracker()
+    out_v, out_t = [], []
+    reference = ref_sid = None
+    for i, (sid, item) in enumerate(zip(ids, items)):
+        if isinstance(item, (pd.DataFrame, pd.Series)):
+            if times is not None:
+                raise ValueError(
+                    f"series {sid!r}: pass times as the index of the frame, not through times="
+                )
+            if isinstance(item, pd.Series):
+                item = item.to_frame(name=0 if item.name is None else item.name)
+            values, columns = _frame_features(item, sid)
+            sec, exact, kind, tz = _times_to_seconds(item.index, sid)
+        else:
+            values = _array_features(item, sid)
+            columns = tuple(str(j) for j in range(values.shape[1]))
+            t = np.arange(values.shape[0]) if times is None else times[i]
+            if np.ndim(t) != 1 or np.shape(t)[0] != values.shape[0]:
+                raise ValueError(
+                    f"series {sid!r}: times must have shape ({values.shape[0]},), "
+                    f"got {np.shape(t)}"
+                )
+            sec, exact, kind, tz = _times_to_seconds(t, sid)
+        tracker.update(sid, kind, tz)
+        _check_values(sid, values, columns)
+        _check_times(sid, sec, exact)
+        if reference is None:
+            reference, ref_sid = columns, sid
+        values = _align_columns(sid, values, columns, reference, ref_sid)
+        out_v.append(values)
+        out_t.append(sec)
+    return _finish(ids, out_v, out_t, reference, tracker, ids_are_labels)
+
+
+def _from_grouped(id_values, time_values, features: pd.DataFrame) -> RaggedPanel:
+    """Rows belong to series `id_values` (in order of first appearance)."""
+    if len(features) == 0:
+        raise ValueError("X holds no rows")
+    codes, uniques = pd.factorize(id_values, use_na_sentinel=True)
+    if (codes < 0).any():
+        raise ValueError(f"series id missing (NaN/None) at row {int(np.flatnonzero(codes < 0)[0])}")
+    ids = list(uniques.tolist())
+    values, columns = _frame_features(features)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(ids)))])
+    tracker = _TimeKindTracker()
+    if time_values is not None:
+        sec_all, exact_all, kind, tz = _times_to_seconds(time_values, None)
+        tracker.update(ids[0], kind, tz)
+    else:
+        tracker.update(ids[0], "numeric", None)
+    out_v, out_t = [], []
+    for g, sid in enumerate(ids):
+        rows = order[bounds[g] : bounds[g + 1]]
+        v = values[rows]
+        if time_values is None:
+            sec = exact = np.arange(rows.shape[0], dtype=np.float64)
+        else:
+            sec, exact = sec_all[rows], exact_all[rows]
+        _check_values(sid, v, columns)
+        _check_times(sid, sec, exact)
+        out_v.append(v)
+        out_t.append(sec)
+    return _finish(ids, out_v, out_t, columns, tracker, True)
+
+
+def _from_array(X: np.ndarray, times) -> RaggedPanel:
+    if X.ndim == 2:
+        X = X[:, :, None]
+    n, L, d = X.shape
+    if n == 0 or L == 0:
+        raise ValueError(f"X has shape {X.shape}: no series or no time steps")
+    columns = tuple(str(j) for j in range(d))
+    if not (X.dtype.kind in "biuf"):
+        raise TypeError(f"array X must be numeric or bool, got dtype {X.dtype}")
+    X = X.astype(np.float64)
+    if times is None:
+        t = np.broadcast_to(np.arange(L), (n, L))
+    else:
+        t = np.asarray(times)
+        if t.shape == (L,):
+            t = np.broadcast_to(t, (n, L))
+        if t.shape != (n, L):
+            raise ValueError(f"times must have shape ({n}, {L}) or ({L},), got {t.shape}")
+    sec, exact, kind, tz = _times_to_seconds(t)
+    tracker = _TimeKindTracker()
+    tracker.update(0, kind, tz)
+    out_v, out_t = [], []
+    for i in range(n):
+        missing = np.isnan(sec[i])
+        L_i = int(np.argmax(missing)) if missing.any() else L
+        if missing[L_i:].size and not missing[L_i:].all():
+            k = L_i + int(np.argmin(missing[L_i:]))
+            raise ValueError(
+                f"series {i!r}: time at position {L_i} is NaN/NaT but position {k} has a time; "
+                "only trailing NaN/NaT times (padding) are allowed"
+            )
+        _check_values(i, X[i, :L_i], columns)
+        _check_times(i, sec[i, :L_i], exact[i, :L_i])
+        out_v.append(X[i, :L_i])
+        out_t.append(sec[i, :L_i])
+    return _finish(range(n), out_v, out_t, columns, tracker, False)
+
+
+def to_panel(
+    X,
+    *,
+    times=None,
+    id_col: Any = None,
+    time_col: Any = None,
+) -> RaggedPanel:
+    """Validate time-series input and convert it to a `RaggedPanel`.
+
+    **Arguments:**
+
+    - `X`: one of
+        - a list / tuple / 1-D object array of per-series DataFrames (rows =
+          time stamps in the index, columns = features), Series (univariate)
+          or arrays `(L_i,)` / `(L_i, d)`; ids are the positions `0..n-1`;
+        - a pandas Series whose values are such frames; ids are its labels;
+        - a DataFrame or Series with a `(series, time)` MultiIndex; ids are
+          the first level's values in order of first appearance;
+        - a long DataFrame with `id_col` (and optionally `time_col`; without
+          it the rows of each series are taken as times `0, 1, ...`); the
+          other columns are features;
+        - a 3-D array `(n, L, d)` or a 2-D array `(n, L)` (univariate);
+        - a `RaggedPanel` (returned unchanged).
+    - `times`: only for array input: `(n, L)` or `(L,)` time stamps
+      (numeric, `datetime64` or `timedelta64`; default `0..L-1`). Trailing
+      NaN/NaT entries mark padding, so a padded array holds ragged series.
+      For a list of arrays, a list of `(L_i,)` time arrays.
+    - `id_col`, `time_col`: column names for long-format input.
+
+    **Returns:** a `RaggedPanel`.
+
+    **Raises:** `TypeError` for unsupported input or non-numeric features;
+    `ValueError` for unsorted, duplicate, missing or infinite times, infinite
+    features, empty or all-NaN series, and inconsistent or duplicated
+    columns. Messages name the series id and, where relevant, the column.
+    NaN features are allowed (a channel not observed at that time).
+
+    >>> import pandas as pd
+    >>> a = pd.DataFrame({"x": [1.0, 2.0]}, index=[0.0, 0.5])
+    >>> b = pd.DataFrame({"x": [3.0, 4.0, 5.0]}, index=[0.0, 1.0, 3.0])
+    >>> to_panel([a, b]).lengths
+    array([2, 3])
+    """
+    if isinstance(X, RaggedPanel):
+        if times is not None or id_col is not None or time_col is not None:
+            raise ValueError("times/id_col/time_col do not apply to a RaggedPanel")
+        return X
+    if (id_col is not None or time_col is not None) and not isinstance(X, pd.DataFrame):
+        raise TypeError(f"id_col/time_col need a long DataFrame, got {type(X).__name__}")
+    if times is not None and isinstance(X, (pd.DataFrame, pd.Series)):
+        raise ValueError("times= is only for array input; pandas input carries its times")
+
+    if isinstance(X, pd.DataFrame):
+        if id_col is not None:
+            return _from_long(X, id_col, time_col)
+        if time_col is not None:
+            raise ValueError("time_col needs id_col (which column names the series?)")
+        if isinstance(X.index, pd.MultiIndex):
+            return _from_multiindex(X)
+        raise TypeError(
+            "a DataFrame must have a (series, time) MultiIndex or be in long format with "
+            "id_col= (and time_col=); for one series pass [df]"
+        )
+    if isinstance(X, pd.Series):
+        if isinstance(X.index, pd.MultiIndex):
+            return _from_multiindex(X.to_frame(name=0 if X.name is None else X.name))
+        holds_series = (pd.DataFrame, pd.Series, np.ndarray)
+        if X.dtype == object and len(X) and all(isinstance(v, holds_series) for v in X):
+            if not X.index.is_unique:
+                dup = X.index[X.index.duplicated()][0]
+                raise ValueError(f"series id {dup!r} appears more than once in X's index")
+            return _from_items(list(X), X.index.tolist(), None, True)
+        raise TypeError(
+            "a pandas Series must have a (series, time) MultiIndex or hold one DataFrame per "
+            "series; for one univariate series pass [s]"
+        )
+    if isinstance(X, np.ndarray) and X.dtype != object:
+        if X.ndim not in (2, 3):
+            raise ValueError(
+                f"array X must be 2-D (n, L) or 3-D (n, L, d), got shape {X.shape}; "
+                "for one series pass [x]"
+            )
+        return _from_array(X, times)
+    if isinstance(X, np.ndarray):
+        if X.ndim != 1:
+            raise TypeError(f"an object array X must be 1-D (one entry per series), got {X.shape}")
+        X = list(X)
+    if isinstance(X, (list, tuple)):
+        return _from_items(list(X), list(range(len(X))), times, False)
+    raise TypeError(
+        f"unsupported input type {type(X).__name__}; expected a list of DataFrames, a "
+        "MultiIndex DataFrame, a long DataFrame with id_col=, or a 2-D/3-D array"
+    )
+
+
+def _from_multiindex(df: pd.DataFrame) -> RaggedPanel:
+    if df.index.nlevels != 2:
+        raise ValueError(
+            f"the MultiIndex must have 2 levels (series, time), got {df.index.nlevels}"
+        )
+    return _from_grouped(df.index.get_level_values(0), df.index.get_level_values(1), df)
+
+
+def _from_long(df: pd.DataFrame, id_col, time_col) -> RaggedPanel:
+    for role, col in (("id_col", id_col), ("time_col", time_col)):
+        if col is not None and col not in df.columns:
+            raise ValueError(f"{role} {col!r} is not a column of X (columns: {list(df.columns)})")
+    if time_col is not None and time_col == id_col:
+        raise ValueError("id_col and time_col must be different columns")
+    drop = [id_col] + ([] if time_col is None else [time_col])
+    features = df.drop(columns=drop)
+    times = None if time_col is None else pd.Index(df[time_col])
+    return _from_grouped(pd.Index(df[id_col]), times, features)
+
+
+# --------------------------------------------------------------------------
+# conversions back to pandas
+
+
+def panel_to_frames(panel: RaggedPanel) -> list[pd.DataFrame]:
+    """One DataFrame per series, indexed by its times (in the input's kind)."""
+    return [
+        pd.DataFrame(np.array(v), index=panel.time_index(i), columns=list(panel.columns))
+        for i, v in enumerate(panel.values)
+    ]
+
+
+def frames_from_multiindex(df: pd.DataFrame | pd.Series) -> list:
+    """Split a `(series, time)` MultiIndex frame into a list of per-series frames.
+
+    scikit-learn's splitters (`cross_val_score`, `train_test_split`) index X
+    by rows, so a MultiIndex frame would be cut into time steps. A list has
+    one entry per series and splits correctly. The list follows the order of
+    first appearance of the ids, i.e. `df.index.unique(level=0)`; dtypes and
+    time stamps are kept exactly.
+    """
+    if not isinstance(df, (pd.DataFrame, pd.Series)) or not isinstance(df.index, pd.MultiIndex):
+        raise TypeError("frames_from_multiindex needs a DataFrame or Series with a MultiIndex")
+    if df.index.nlevels != 2:
+        raise ValueError(
+            f"the MultiIndex must have 2 levels (series, time), got {df.index.nlevels}"
+        )
+    return [g.droplevel(0) for _, g in df.groupby(level=0, sort=False)]
+
+
+def check_columns(panel: RaggedPanel, expected_columns: Sequence) -> RaggedPanel:
+    """Check `panel` has the features seen in fit; return it with columns in fit order.
+
+    Same names in another order are reordered; a different number of
+    features or different names raise a `ValueError` naming the columns.
+    """
+    expected = tuple(str(c) for c in expected_columns)
+    got = panel.columns
+    if got == expected:
+        return panel
+    if len(got) != len(expected):
+        raise ValueError(
+            f"X has {len(got)} feature columns {list(got)} but {len(expected)} were seen in "
+            f"fit: {list(expected)}"
+        )
+    if set(got) != set(expected):
+        missing = [c for c in expected if c not in got]
+        extra = [c for c in got if c not in expected]
+        raise ValueError(
+            f"X's feature columns differ from those seen in fit: missing {missing}, "
+            f"unexpected {extra}"
+        )
+    pos = {c: j for j, c in enumerate(got)}
+    perm = [pos[c] for c in expected]
+    return dataclasses.replace(
+        panel, values=tuple(v[:, perm] for v in panel.values), columns=expected
+    )
+
+
+# --------------------------------------------------------------------------
+# time scale and gaps
+
+
+def time_scale_from(panel: RaggedPanel) -> float:
+    """The median gap between consecutive times over all series (positive).
+
+    Falls back to 1.0 when every series has a single time.
+    """
+    gaps = [np.diff(t) for t in panel.times if t.shape[0] > 1]
+    if not gaps:
+        return 1.0
+    return float(np.median(np.concatenate(gaps)))
+
+
+def gaps_from_times(
+    times: Float[np.ndarray, " L"], scale: float, first_gap: float = 1.0
+) -> Float[np.ndarray, " L"]:
+    r"""Per-step gaps in model units: $g_0$ = `first_gap`, $g_k = (t_k - t_{k-1}) / s$.
+
+    **Arguments:**
+
+    - `times`: strictly increasing times, shape `(L,)`.
+    - `scale`: the time scale $s > 0$ (see `time_scale_from`).
+    - `first_gap`: the gap assigned to the first step (it has no predecessor).
+
+    **Returns:** float64 gaps, shape `(L,)`.
+
+    >>> gaps_from_times(np.array([0.0, 2.0, 3.0]), scale=2.0)
+    array([1. , 1. , 0.5])
+    """
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be positive and finite, got {scale}")
+    times = np.asarray(times, dtype=np.float64)
+    if times.ndim != 1:
+        raise ValueError(f"times must be 1-D, got shape {times.shape}")
+    gaps = np.empty_like(times)
+    if times.shape[0]:
+        gaps[0] = first_gap
+        gaps[1:] = np.diff(times) / scale
+    return gaps

@@ -1,0 +1,44 @@
+"""Equinox building blocks of s5ts: the S5 SSM for irregular time, scans,
+blocks, encoders and the sequence network. Every module sees one sequence;
+batch with `jax.vmap`."""
+
+from ._block import ACTIVATIONS, GELU, GLU, HalfGLU, S5Block, make_activation
+from ._discretisation import ZOH, Bilinear, Discretisation, complex_expm1, make_discretisation
+from ._encoders import ENCODERS, IdentityEncoder, PendulumCNN, make_encoder
+from ._init import block_diagonal_hippo, diagonalised_hippo_n, hippo_n
+from ._network import POOLINGS, GaussianHead, MLPHead, SequenceNetwork, elup1, masked_last, masked_mean
+from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
+from ._ssm import S5SSM, backward_gaps
+
+__all__ = [
+    "ACTIVATIONS",
+    "GELU",
+    "GLU",
+    "HalfGLU",
+    "S5Block",
+    "make_activation",
+    "ZOH",
+    "Bilinear",
+    "Discretisation",
+    "complex_expm1",
+    "make_discretisation",
+    "ENCODERS",
+    "IdentityEncoder",
+    "PendulumCNN",
+    "make_encoder",
+    "block_diagonal_hippo",
+    "diagonalised_hippo_n",
+    "hippo_n",
+    "POOLINGS",
+    "GaussianHead",
+    "MLPHead",
+    "SequenceNetwork",
+    "elup1",
+    "masked_last",
+    "masked_mean",
+    "SCAN_METHODS",
+    "linear_scan",
+    "resolve_scan_method",
+    "S5SSM",
+    "backward_gaps",
+]

@@ -1,0 +1,141 @@
+"""An S5 block: normalisation, S5 SSM, nonlinearity, dropout, residual."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
+
+from ._ssm import S5SSM
+
+
+class GELU(eqx.Module):
+    """GELU on each feature."""
+
+    def __call__(self, x: Float[Array, " H"]) -> Float[Array, " H"]:
+        return jax.nn.gelu(x)
+
+
+class GLU(eqx.Module):
+    """Full gated linear unit after GELU: W₁g ⊙ σ(W₂g), g = GELU(x)."""
+
+    value: eqx.nn.Linear
+    gate: eqx.nn.Linear
+
+    def __init__(self, features: int, *, key: PRNGKeyArray):
+        k1, k2 = jax.random.split(key)
+        self.value = eqx.nn.Linear(features, features, key=k1)
+        self.gate = eqx.nn.Linear(features, features, key=k2)
+
+    def __call__(self, x: Float[Array, " H"]) -> Float[Array, " H"]:
+        g = jax.nn.gelu(x)
+        return self.value(g) * jax.nn.sigmoid(self.gate(g))
+
+
+class HalfGLU(eqx.Module):
+    """The S5 paper's "half GLU": g ⊙ σ(W g), g = GELU(x)."""
+
+    gate: eqx.nn.Linear
+
+    def __init__(self, features: int, *, key: PRNGKeyArray):
+        self.gate = eqx.nn.Linear(features, features, key=key)
+
+    def __call__(self, x: Float[Array, " H"]) -> Float[Array, " H"]:
+        g = jax.nn.gelu(x)
+        return g * jax.nn.sigmoid(self.gate(g))
+
+
+ACTIVATIONS = ("gelu", "glu", "half_glu")
+
+
+def make_activation(name: str, features: int, *, key: PRNGKeyArray) -> eqx.Module:
+    """Map the user-facing name to its module."""
+    if name == "gelu":
+        return GELU()
+    if name == "glu":
+        return GLU(features, key=key)
+    if name == "half_glu":
+        return HalfGLU(features, key=key)
+    raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+
+
+class S5Block(eqx.Module):
+    """`x + Dropout(act(S5(norm(x))))` (pre-norm) or
+    `norm(x + Dropout(act(S5(x))))` (post-norm), on one sequence.
+
+    **Arguments:** `d_model` H, `state_size` P, `blocks` J, `discretization`,
+    `bidirectional`, `scan`, `dt_min`, `dt_max` (see `S5SSM`); `activation`
+    ("gelu" | "glu" | "half_glu"); `dropout` rate; `prenorm`; `key`.
+
+    **Call:** `block(x, gaps, mask=None, state=None, *, key=None,
+    inference=True) -> (y (L, H), state_last (P,))`.
+    """
+
+    ssm: S5SSM
+    norm: eqx.nn.LayerNorm
+    activation: eqx.Module
+    dropout: eqx.nn.Dropout
+    prenorm: bool = eqx.field(static=True)
+
+    def __init__(
+        self,
+        d_model: int,
+        state_size: int,
+        blocks: int = 1,
+        discretization: str = "zoh",
+        bidirectional: bool = False,
+        scan: str = "auto",
+        dt_min: float = 0.001,
+        dt_max: float = 0.1,
+        activation: str = "half_glu",
+        dropout: float = 0.0,
+        prenorm: bool = False,
+        *,
+        key: PRNGKeyArray,
+    ):
+        k_ssm, k_act = jax.random.split(key)
+        self.ssm = S5SSM(
+            d_model, state_size, blocks, discretization, bidirectional, scan, dt_min, dt_max, key=k_ssm
+        )
+        self.norm = eqx.nn.LayerNorm(d_model)
+        self.activation = make_activation(activation, d_model, key=k_act)
+        self.dropout = eqx.nn.Dropout(dropout)
+        self.prenorm = prenorm
+
+    def __call__(
+        self,
+        x: Float[Array, "L H"],
+        gaps: Float[Array, " L"],
+        mask: Bool[Array, " L"] | None = None,
+        state: Complex[Array, " P"] | None = None,
+        *,
+        key: PRNGKeyArray | None = None,
+        inference: bool = True,
+    ) -> tuple[Float[Array, "L H"], Complex[Array, " P"]]:
+        skip = x
+        if self.prenorm:
+            x = jax.vmap(self.norm)(x)
+        x, state_last = self.ssm(x, gaps, mask, state)
+        x = jax.vmap(self.activation)(x)
+        x = self.dropout(x, key=key, inference=inference or key is None)
+        x = skip + x
+        if not self.prenorm:
+            x = jax.vmap(self.norm)(x)
+        return x, state_last
+
+    def init_state(self) -> Complex[Array, " P"]:
+        return self.ssm.init_state()
+
+    def step(
+        self, state: Complex[Array, " P"], x_k: Float[Array, " H"], gap_k: Float[Array, ""]
+    ) -> tuple[Complex[Array, " P"], Float[Array, " H"]]:
+        """One observation in online mode (no dropout)."""
+        skip = x_k
+        if self.prenorm:
+            x_k = self.norm(x_k)
+        state, x_k = self.ssm.step(state, x_k, gap_k)
+        x_k = skip + self.activation(x_k)
+        if not self.prenorm:
+            x_k = self.norm(x_k)
+        return state, x_k

@@ -1,0 +1,114 @@
+"""Per-step encoders: map one time step's features to a vector.
+
+An encoder sees one step (`jax.vmap` over time is the network's job) and has
+static `in_features` / `out_features`. `make_encoder` maps the string names
+used at the estimator surface to these modules.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+from jaxtyping import Array, Float, PRNGKeyArray
+
+
+class IdentityEncoder(eqx.Module):
+    """Passes the features through unchanged (`out_features == in_features`).
+
+    For tabular series: the network's own input projection does the rest.
+
+    **Arguments:**
+
+    - `in_features`: the number of features per step.
+    """
+
+    in_features: int = eqx.field(static=True)
+    out_features: int = eqx.field(static=True)
+
+    def __init__(self, in_features: int):
+        if in_features < 1:
+            raise ValueError(f"in_features must be >= 1, got {in_features}")
+        self.in_features = in_features
+        self.out_features = in_features
+
+    def __call__(self, x: Float[Array, " d"]) -> Float[Array, " d"]:
+        """**Arguments:** `x`, shape (d,). **Returns:** `x`."""
+        return x
+
+
+class PendulumCNN(eqx.Module):
+    """The per-frame image encoder of CRU's pendulum experiment (also used by S5 there).
+
+    Conv(1→12, 5×5, pad 2) → ReLU → MaxPool 2 → Conv(12→12, 3×3, stride 2,
+    pad 1) → ReLU → MaxPool 2 → flatten (12·3·3 = 108 for 24×24 frames) →
+    Linear(108→30) → ReLU; 4 890 parameters with 30 outputs. Frames are
+    24×24, given flattened row-major (576 values in [0, 1]).
+
+    **Arguments:**
+
+    - `out_features`: output size (30 in the paper).
+    - `key`: a `jax.random.PRNGKey` for the initialisation.
+
+    ```python
+    >>> import jax, jax.numpy as jnp
+    >>> cnn = PendulumCNN(key=jax.random.key(0))
+    >>> cnn(jnp.zeros(576)).shape
+    (30,)
+
+    ```
+    """
+
+    conv1: eqx.nn.Conv2d
+    conv2: eqx.nn.Conv2d
+    pool: eqx.nn.MaxPool2d
+    linear: eqx.nn.Linear
+    image_shape: tuple[int, int] = eqx.field(static=True)
+    in_features: int = eqx.field(static=True)
+    out_features: int = eqx.field(static=True)
+
+    def __init__(self, *, out_features: int = 30, key: PRNGKeyArray):
+        k1, k2, k3 = jax.random.split(key, 3)
+        channels = 12
+        self.conv1 = eqx.nn.Conv2d(1, channels, kernel_size=5, padding=2, key=k1)
+        self.conv2 = eqx.nn.Conv2d(channels, channels, kernel_size=3, stride=2, padding=1, key=k2)
+        self.pool = eqx.nn.MaxPool2d(kernel_size=2, stride=2)
+        # 24 → 24 (conv1) → 12 (pool) → 6 (conv2, stride 2) → 3 (pool).
+        self.linear = eqx.nn.Linear(channels * 3 * 3, out_features, key=k3)
+        self.image_shape = (24, 24)
+        self.in_features = 24 * 24
+        self.out_features = out_features
+
+    def __call__(self, x: Float[Array, " pixels"]) -> Float[Array, " out"]:
+        """**Arguments:** `x`, one 24×24 frame flattened row-major, shape (576,),
+        values in [0, 1]. **Returns:** the features, shape (out_features,)."""
+        h = x.reshape(1, *self.image_shape)
+        h = self.pool(jax.nn.relu(self.conv1(h)))
+        h = self.pool(jax.nn.relu(self.conv2(h)))
+        return jax.nn.relu(self.linear(h.reshape(-1)))
+
+
+ENCODERS = ("identity", "pendulum_cnn")
+
+
+def make_encoder(name: str, in_features: int, *, key: PRNGKeyArray) -> IdentityEncoder | PendulumCNN:
+    """Build a per-step encoder from its name.
+
+    **Arguments:**
+
+    - `name`: `"identity"` or `"pendulum_cnn"`.
+    - `in_features`: features per step; `"pendulum_cnn"` needs 576 (one
+      24×24 frame flattened row-major).
+    - `key`: a `jax.random.PRNGKey` (unused by `"identity"`).
+
+    **Returns:** the encoder module.
+    """
+    if name == "identity":
+        return IdentityEncoder(in_features)
+    if name == "pendulum_cnn":
+        if in_features != 24 * 24:
+            raise ValueError(
+                "encoder 'pendulum_cnn' needs 576 features per step (one 24×24 frame "
+                f"flattened row-major); got in_features={in_features}"
+            )
+        return PendulumCNN(key=key)
+    raise ValueError(f"unknown encoder {name!r}; choose one of {ENCODERS}")

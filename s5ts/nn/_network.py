@@ -1,0 +1,196 @@
+"""A sequence network: per-step encoder → projection → S5 blocks → head.
+
+The head reads every step (sequence-to-sequence) or a masked pooling of the
+steps (sequence-level: "mean" or "last").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
+
+from ._block import S5Block
+
+POOLINGS = ("none", "mean", "last")
+
+
+def elup1(x: Array) -> Array:
+    """exp(x) for x < 0, x + 1 otherwise: a smooth positive map."""
+    return jnp.where(x < 0, jnp.exp(jnp.minimum(x, 0.0)), x + 1.0)
+
+
+class MLPHead(eqx.Module):
+    """Linear → tanh → Linear, on one feature vector."""
+
+    hidden: eqx.nn.Linear
+    out: eqx.nn.Linear
+
+    def __init__(self, in_features: int, out_features: int, hidden: int, *, key: PRNGKeyArray):
+        k1, k2 = jax.random.split(key)
+        self.hidden = eqx.nn.Linear(in_features, hidden, key=k1)
+        self.out = eqx.nn.Linear(hidden, out_features, key=k2)
+
+    def __call__(self, h: Float[Array, " H"]) -> Float[Array, " K"]:
+        return self.out(jnp.tanh(self.hidden(h)))
+
+
+class GaussianHead(eqx.Module):
+    """A mean head and a variance head (variance = elup1 of the second), as in
+    the S5 pendulum model. Returns `(mean (K,), variance (K,))`."""
+
+    mean: MLPHead
+    variance: MLPHead
+
+    def __init__(self, in_features: int, out_features: int, hidden: int, *, key: PRNGKeyArray):
+        k1, k2 = jax.random.split(key)
+        self.mean = MLPHead(in_features, out_features, hidden, key=k1)
+        self.variance = MLPHead(in_features, out_features, hidden, key=k2)
+
+    def __call__(self, h: Float[Array, " H"]) -> tuple[Float[Array, " K"], Float[Array, " K"]]:
+        return self.mean(h), elup1(self.variance(h))
+
+
+def masked_mean(h: Float[Array, "L H"], mask: Bool[Array, " L"]) -> Float[Array, " H"]:
+    weights = mask.astype(h.dtype)
+    return weights @ h / jnp.maximum(weights.sum(), 1.0)
+
+
+def masked_last(h: Float[Array, "L H"], mask: Bool[Array, " L"]) -> Float[Array, " H"]:
+    index = jnp.max(jnp.where(mask, jnp.arange(mask.shape[0]), 0))
+    return h[index]
+
+
+class SequenceNetwork(eqx.Module):
+    """Encoder → Linear to `d_model` → stacked `S5Block`s → head, on one sequence.
+
+    **Arguments:**
+
+    - `encoder`: a per-step module `(d_in,) -> (d_enc,)` with an
+      `out_features` attribute (e.g. `IdentityEncoder`, `PendulumCNN`).
+    - `head`: a per-vector module `(d_model,) -> output` (an
+      `eqx.nn.Linear`, `MLPHead`, `GaussianHead`, …).
+    - `n_extra`: features appended after the encoder (e.g. the gap, for the
+      paper's S5-append ablation).
+    - `pooling`: `"none"` (an output per step), `"mean"` or `"last"` (one
+      output per sequence, padding excluded).
+    - `blocks`: a sequence of `S5Block`s (all with the same `d_model`).
+
+    **Call:** `net(u (L, d_in), gaps (L,), mask (L,), extra (L, n_extra) | None,
+    *, key=None, inference=True)` returns the head's output for every step
+    (leading axis L) or once per sequence.
+    """
+
+    encoder: eqx.Module
+    projection: eqx.nn.Linear
+    blocks: tuple[S5Block, ...]
+    head: eqx.Module
+    n_extra: int = eqx.field(static=True)
+    pooling: str = eqx.field(static=True)
+
+    def __init__(
+        self,
+        encoder: eqx.Module,
+        blocks: tuple[S5Block, ...] | list[S5Block],
+        head: eqx.Module,
+        *,
+        n_extra: int = 0,
+        pooling: str = "none",
+        key: PRNGKeyArray,
+    ):
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if not blocks:
+            raise ValueError("a SequenceNetwork needs at least one S5Block")
+        d_model = blocks[0].ssm.d_model
+        self.encoder = encoder
+        self.projection = eqx.nn.Linear(encoder.out_features + n_extra, d_model, key=key)
+        self.blocks = tuple(blocks)
+        self.head = head
+        self.n_extra = n_extra
+        self.pooling = pooling
+
+    def _embed(self, u_k: Float[Array, " D"], extra_k: Float[Array, " E"] | None) -> Float[Array, " H"]:
+        features = self.encoder(u_k)
+        if self.n_extra:
+            features = jnp.concatenate([features, extra_k])
+        return self.projection(features)
+
+    def _hidden(self, u, gaps, mask, extra, state, key, inference):
+        """Blocks' output (L, H) and the states after the last real step."""
+        if mask is None:
+            mask = jnp.ones(u.shape[0], dtype=bool)
+        if self.n_extra and (extra is None or extra.shape != (u.shape[0], self.n_extra)):
+            raise ValueError(f"this network needs extra features of shape ({u.shape[0]}, {self.n_extra})")
+        # Padding may hold NaN or garbage: replace it before the encoder so
+        # neither outputs nor gradients see it.
+        u = jnp.where(mask[:, None], u, 0.0)
+        if extra is not None:
+            extra = jnp.where(mask[:, None], extra, 0.0)
+        h = jax.vmap(self._embed)(u, extra)
+        keys = [None] * len(self.blocks) if key is None else list(jax.random.split(key, len(self.blocks)))
+        states = [None] * len(self.blocks) if state is None else list(state)
+        last_states = []
+        for block, block_state, block_key in zip(self.blocks, states, keys):
+            h, block_state = block(h, gaps, mask, block_state, key=block_key, inference=inference)
+            last_states.append(block_state)
+        return h, mask, tuple(last_states)
+
+    def __call__(
+        self,
+        u: Float[Array, "L D"],
+        gaps: Float[Array, " L"],
+        mask: Bool[Array, " L"] | None = None,
+        extra: Float[Array, "L E"] | None = None,
+        *,
+        key: PRNGKeyArray | None = None,
+        inference: bool = True,
+    ) -> Any:
+        h, mask, _ = self._hidden(u, gaps, mask, extra, None, key, inference)
+        if self.pooling == "mean":
+            return self.head(masked_mean(h, mask))
+        if self.pooling == "last":
+            return self.head(masked_last(h, mask))
+        return jax.vmap(self.head)(h)
+
+    def init_state(self) -> tuple[Complex[Array, " P"], ...]:
+        """Zero states of every block: the start of a new series."""
+        return tuple(block.init_state() for block in self.blocks)
+
+    def step(
+        self,
+        state: tuple[Complex[Array, " P"], ...],
+        u_k: Float[Array, " D"],
+        gap_k: Float[Array, ""],
+        extra_k: Float[Array, " E"] | None = None,
+    ) -> tuple[tuple[Complex[Array, " P"], ...], Any]:
+        """Online mode for causal per-step networks: `(state, u_k, gap_k) ->
+        (new_state, output_k)`, equal to the sequence mode's output at step k."""
+        if self.pooling != "none":
+            raise ValueError(f"step mode needs per-step outputs (pooling='none'), not {self.pooling!r}")
+        h = self._embed(u_k, extra_k)
+        new_state = []
+        for block, block_state in zip(self.blocks, state):
+            block_state, h = block.step(block_state, h, gap_k)
+            new_state.append(block_state)
+        return tuple(new_state), self.head(h)
+
+    def run(
+        self,
+        u: Float[Array, "L D"],
+        gaps: Float[Array, " L"],
+        mask: Bool[Array, " L"] | None = None,
+        extra: Float[Array, "L E"] | None = None,
+        state: tuple[Complex[Array, " P"], ...] | None = None,
+    ) -> tuple[Any, tuple[Complex[Array, " P"], ...]]:
+        """Sequence mode that also carries states (inference, causal networks):
+        continues from `state` and returns `(per-step outputs, states after the
+        last real step)`, so a long series can be processed in chunks."""
+        if self.pooling != "none":
+            raise ValueError(f"run() needs per-step outputs (pooling='none'), not {self.pooling!r}")
+        state = self.init_state() if state is None else state
+        h, _, last_states = self._hidden(u, gaps, mask, extra, state, None, True)
+        return jax.vmap(self.head)(h), last_states

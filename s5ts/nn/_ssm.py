@@ -1,0 +1,218 @@
+r"""The S5 state-space layer on one irregularly sampled sequence.
+
+For observation gaps $g_k$ and per-state timescales $\Delta_p$,
+
+$$\bar\Lambda_k = e^{\Lambda \Delta g_k},\quad
+x_k = \bar\Lambda_k \odot x_{k-1} + w_k \odot \tilde B u_k,\quad
+y_k = 2\,\mathrm{Re}(\tilde C x_k) + D \odot u_k,$$
+
+with $\Lambda$ diagonal complex (P conjugate-symmetric states), so a varying
+step costs an elementwise (L, P) array and one linear scan.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
+
+from ._discretisation import make_discretisation
+from ._init import block_diagonal_hippo
+from ._scan import SCAN_METHODS, linear_scan
+
+
+def _complex_matmul(real: Array, imag: Array, x: Array) -> Array:
+    """(real + i·imag) @ x for real x, as two real matmuls."""
+    return jax.lax.complex(real @ x, imag @ x)
+
+
+def _project_out(c_re: Array, c_im: Array, x: Complex[Array, "L P"]) -> Float[Array, "L H"]:
+    """2·Re(C̃ x_k) for every k, without forming complex products."""
+    return 2.0 * (jnp.real(x) @ c_re.T - jnp.imag(x) @ c_im.T)
+
+
+def backward_gaps(gaps: Float[Array, " L"], mask: Bool[Array, " L"]) -> Float[Array, " L"]:
+    """Gap to the *next* observation, for the reverse-time recurrence.
+
+    The last real step has no successor; it takes the same convention as the
+    forward pass's first step (``gaps[0]``). Padded steps get 0.
+    """
+    following = jnp.concatenate([gaps[1:], jnp.zeros_like(gaps[:1])])
+    index = jnp.arange(gaps.shape[0])
+    last_real = jnp.max(jnp.where(mask, index, -1))
+    return jnp.where(index == last_real, gaps[0], jnp.where(mask, following, 0.0))
+
+
+class S5SSM(eqx.Module):
+    r"""One S5 SSM (a multi-input multi-output diagonal linear state space),
+    applied to one sequence with per-step time gaps.
+
+    **Arguments:**
+
+    - `d_model`: H, input and output features.
+    - `state_size`: P, complex states after conjugate symmetry.
+    - `blocks`: J copies of HiPPO-N on the block diagonal (2P/J must be even).
+    - `discretization`: `"zoh"` or `"bilinear"`.
+    - `bidirectional`: add a reverse-time pass with its own C̃ (no step mode).
+    - `scan`: `"auto"`, `"associative"` or `"sequential"` (see `linear_scan`).
+    - `dt_min`, `dt_max`: range of the initial timescales Δ (log-uniform).
+    - `key`: a JAX PRNG key.
+
+    Parameters are stored as real arrays: Λ = −exp(`log_neg_real`) + i·`lambda_imag`
+    (so Re Λ < 0 always), B̃ (P, H), C̃ (H, P) (and a second C̃ when
+    bidirectional), D (H,), log Δ (P,).
+
+    **Call:** `y, x_last = ssm(u, gaps, mask=None, state=None)` with
+    `u` (L, H), `gaps` (L,) ≥ 0 (`gaps[0]` is the interval before the first
+    step), `mask` (L,) bool (True = real step; False steps leave the state
+    untouched), `state` (P,) complex to continue from. Returns `y` (L, H) and
+    the state after the last real step (P,) complex.
+
+    >>> import jax, jax.numpy as jnp
+    >>> ssm = S5SSM(d_model=4, state_size=8, blocks=2, key=jax.random.key(0))
+    >>> y, x_last = ssm(jnp.ones((10, 4)), jnp.ones(10))
+    >>> y.shape, x_last.shape
+    ((10, 4), (8,))
+    """
+
+    log_neg_real: Float[Array, " P"]
+    lambda_imag: Float[Array, " P"]
+    B_re: Float[Array, "P H"]
+    B_im: Float[Array, "P H"]
+    C_re: Float[Array, "H P"]
+    C_im: Float[Array, "H P"]
+    C_back_re: Float[Array, "H P"] | None
+    C_back_im: Float[Array, "H P"] | None
+    D: Float[Array, " H"]
+    log_step: Float[Array, " P"]
+    d_model: int = eqx.field(static=True)
+    state_size: int = eqx.field(static=True)
+    discretization: str = eqx.field(static=True)
+    bidirectional: bool = eqx.field(static=True)
+    scan: str = eqx.field(static=True)
+
+    def __init__(
+        self,
+        d_model: int,
+        state_size: int,
+        blocks: int = 1,
+        discretization: str = "zoh",
+        bidirectional: bool = False,
+        scan: str = "auto",
+        dt_min: float = 0.001,
+        dt_max: float = 0.1,
+        *,
+        key: PRNGKeyArray,
+    ):
+        make_discretisation(discretization)  # validates the name
+        if scan not in SCAN_METHODS:
+            raise ValueError(f"scan must be one of {SCAN_METHODS}, got {scan!r}")
+        if not 0 < dt_min <= dt_max:
+            raise ValueError(f"need 0 < dt_min <= dt_max, got {dt_min}, {dt_max}")
+        lam, vectors = block_diagonal_hippo(state_size, blocks)
+        k_b, k_c, k_cb, k_d, k_dt = jax.random.split(key, 5)
+        full = 2 * state_size
+        # B̃ = V⁻¹B, C̃ = CV with real B, C (V has orthonormal columns: V⁻¹ = Vᴴ).
+        b = jax.random.normal(k_b, (full, d_model)) / np.sqrt(d_model)
+        b_tilde = vectors.conj().T @ np.asarray(b, dtype=np.float64)
+
+        def c_tilde(k):
+            c = jax.random.normal(k, (d_model, full)) / np.sqrt(full)
+            return np.asarray(c, dtype=np.float64) @ vectors
+
+        c_fwd = c_tilde(k_c)
+        self.log_neg_real = jnp.asarray(np.log(-lam.real), jnp.float32)
+        self.lambda_imag = jnp.asarray(lam.imag, jnp.float32)
+        self.B_re = jnp.asarray(b_tilde.real, jnp.float32)
+        self.B_im = jnp.asarray(b_tilde.imag, jnp.float32)
+        self.C_re = jnp.asarray(c_fwd.real, jnp.float32)
+        self.C_im = jnp.asarray(c_fwd.imag, jnp.float32)
+        if bidirectional:
+            c_back = c_tilde(k_cb)
+            self.C_back_re = jnp.asarray(c_back.real, jnp.float32)
+            self.C_back_im = jnp.asarray(c_back.imag, jnp.float32)
+        else:
+            self.C_back_re = self.C_back_im = None
+        self.D = jax.random.normal(k_d, (d_model,))
+        self.log_step = jax.random.uniform(
+            k_dt, (state_size,), minval=np.log(dt_min), maxval=np.log(dt_max)
+        )
+        self.d_model = d_model
+        self.state_size = state_size
+        self.discretization = discretization
+        self.bidirectional = bidirectional
+        self.scan = scan
+
+    @property
+    def lam(self) -> Complex[Array, " P"]:
+        """Λ, the diagonal continuous-time state matrix (Re Λ < 0)."""
+        return jax.lax.complex(-jnp.exp(self.log_neg_real), self.lambda_imag)
+
+    def discretise(
+        self, gaps: Float[Array, "*L"]
+    ) -> tuple[Complex[Array, "*L P"], Complex[Array, "*L P"]]:
+        """Λ̄ and the input weight for gaps of shape (L,) or ()."""
+        lam = self.lam
+        step = jnp.exp(self.log_step) * gaps[..., None]
+        return make_discretisation(self.discretization)(lam, step.astype(lam.real.dtype))
+
+    def _input(self, u: Float[Array, "*L H"]) -> Complex[Array, "*L P"]:
+        return _complex_matmul(self.B_re, self.B_im, u.T).T
+
+    def init_state(self) -> Complex[Array, " P"]:
+        """The zero state that starts a new series."""
+        return jnp.zeros(self.state_size, dtype=self.lam.dtype)
+
+    def __call__(
+        self,
+        u: Float[Array, "L H"],
+        gaps: Float[Array, " L"],
+        mask: Bool[Array, " L"] | None = None,
+        state: Complex[Array, " P"] | None = None,
+    ) -> tuple[Float[Array, "L H"], Complex[Array, " P"]]:
+        if u.ndim != 2 or u.shape[1] != self.d_model:
+            raise ValueError(f"u must have shape (L, {self.d_model}), got {u.shape}")
+        if gaps.shape != u.shape[:1]:
+            raise ValueError(f"gaps must have shape ({u.shape[0]},), got {gaps.shape}")
+        if mask is None:
+            mask = jnp.ones(u.shape[0], dtype=bool)
+        if state is not None and self.bidirectional:
+            raise ValueError("a bidirectional S5SSM sees the whole sequence: it cannot continue from a state")
+        # Zero padded inputs *before* any arithmetic: a mask applied afterwards
+        # still lets NaN into the gradients.
+        u = jnp.where(mask[:, None], u, 0.0)
+        gaps = jnp.where(mask, gaps, 0.0)
+        bu = self._input(u)
+        states = self._run(gaps, mask, bu, state, reverse=False)
+        y = _project_out(self.C_re, self.C_im, states) + self.D * u
+        if self.bidirectional:
+            back = self._run(backward_gaps(gaps, mask), mask, bu, None, reverse=True)
+            y = y + _project_out(self.C_back_re, self.C_back_im, back)
+        return y, states[-1]
+
+    def _run(self, gaps, mask, bu, state, *, reverse):
+        lam_bar, weight = self.discretise(gaps)
+        lam_bar = jnp.where(mask[:, None], lam_bar, 1.0)
+        b = jnp.where(mask[:, None], weight * bu, 0.0)
+        if state is not None:
+            # Fold the carried state into the first element: x_0 = Λ̄_0 x_init + b_0.
+            b = b.at[0].add(lam_bar[0] * state)
+        return linear_scan(lam_bar, b, self.scan, reverse=reverse)
+
+    def step(
+        self, state: Complex[Array, " P"], u_k: Float[Array, " H"], gap_k: Float[Array, ""]
+    ) -> tuple[Complex[Array, " P"], Float[Array, " H"]]:
+        """Advance one observation: `(state, u_k, gap_k) -> (new_state, y_k)`.
+
+        Equivalent to sequence mode step by step (same outputs to rounding).
+        """
+        if self.bidirectional:
+            raise ValueError(
+                "a bidirectional S5SSM has no step mode: its outputs depend on future observations"
+            )
+        lam_bar, weight = self.discretise(jnp.asarray(gap_k))
+        new_state = lam_bar * state + weight * self._input(u_k)
+        y = _project_out(self.C_re, self.C_im, new_state[None])[0] + self.D * u_k
+        return new_state, y

@@ -1,0 +1,113 @@
+"""Blocks and the sequence network: padding invariance, step/chunk
+equivalence, pooling, dropout."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from conftest import to_float64
+from s5ts.nn import (
+    GaussianHead,
+    IdentityEncoder,
+    S5Block,
+    SequenceNetwork,
+    masked_last,
+    masked_mean,
+)
+
+
+def make_network(getkey, *, pooling="none", bidirectional=False, n_extra=0, activation="half_glu", prenorm=False, dropout=0.0):
+    blocks = [
+        S5Block(8, 4, 2, bidirectional=bidirectional, activation=activation, prenorm=prenorm, dropout=dropout, key=getkey())
+        for _ in range(2)
+    ]
+    return SequenceNetwork(
+        IdentityEncoder(3), blocks, GaussianHead(8, 2, 8, key=getkey()), n_extra=n_extra, pooling=pooling, key=getkey()
+    )
+
+
+@pytest.mark.parametrize("activation", ["gelu", "glu", "half_glu"])
+@pytest.mark.parametrize("prenorm", [False, True])
+def test_step_mode_equals_sequence_mode(x64, getkey, activation, prenorm):
+    net = to_float64(make_network(getkey, activation=activation, prenorm=prenorm))
+    rng = np.random.default_rng(0)
+    u = jnp.asarray(rng.normal(size=(12, 3)))
+    gaps = jnp.asarray(rng.exponential(1.0, 12))
+    mean_seq, var_seq = net(u, gaps)
+    state = net.init_state()
+    for k in range(12):
+        state, (mean_k, var_k) = net.step(state, u[k], gaps[k])
+        np.testing.assert_allclose(mean_k, mean_seq[k], rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(var_k, var_seq[k], rtol=1e-9, atol=1e-10)
+
+
+def test_chunked_run_equals_whole(x64, getkey):
+    net = to_float64(make_network(getkey))
+    rng = np.random.default_rng(1)
+    u = jnp.asarray(rng.normal(size=(20, 3)))
+    gaps = jnp.asarray(rng.exponential(1.0, 20))
+    (mean_whole, _), state_whole = net.run(u, gaps)
+    (mean_a, _), state = net.run(u[:9], gaps[:9])
+    (mean_b, _), state = net.run(u[9:], gaps[9:], state=state)
+    np.testing.assert_allclose(jnp.concatenate([mean_a, mean_b]), mean_whole, rtol=1e-9, atol=1e-10)
+    for s, w in zip(state, state_whole):
+        np.testing.assert_allclose(s, w, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("pooling", ["none", "mean", "last"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_padding_invariance_and_nan_padding(getkey, pooling, bidirectional):
+    net = make_network(getkey, pooling=pooling, bidirectional=bidirectional, n_extra=1)
+    rng = np.random.default_rng(2)
+    u = rng.normal(size=(7, 3))
+    gaps = rng.exponential(1.0, 7)
+    extra = gaps[:, None]
+    outputs = []
+    for pad in [0, 3, 9]:
+        mask = jnp.arange(7 + pad) < 7
+        u_pad = jnp.asarray(np.concatenate([u, np.full((pad, 3), np.nan)]))
+        gaps_pad = jnp.asarray(np.concatenate([gaps, np.full(pad, np.nan)]))
+        extra_pad = jnp.asarray(np.concatenate([extra, np.full((pad, 1), np.nan)]))
+        mean, var = net(u_pad, gaps_pad, mask, extra_pad)
+        outputs.append(mean[:7] if pooling == "none" else mean)
+
+        def loss(net):
+            m, v = net(u_pad, gaps_pad, mask, extra_pad)
+            if pooling == "none":
+                m, v = m[:7], v[:7]
+            return jnp.sum(m**2 + v)
+
+        grads = eqx.filter_grad(loss)(net)
+        assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(grads))
+    for out in outputs[1:]:
+        np.testing.assert_allclose(out, outputs[0], rtol=1e-5, atol=1e-6)
+
+
+def test_masked_pooling():
+    h = jnp.arange(12.0).reshape(4, 3)
+    mask = jnp.array([True, True, False, False])
+    np.testing.assert_allclose(masked_mean(h, mask), h[:2].mean(0))
+    np.testing.assert_allclose(masked_last(h, mask), h[1])
+
+
+def test_dropout_needs_key_only_in_training(getkey):
+    net = make_network(getkey, dropout=0.5)
+    u, gaps = jnp.ones((5, 3)), jnp.ones(5)
+    a = net(u, gaps, key=getkey(), inference=False)[0]
+    b = net(u, gaps, key=getkey(), inference=False)[0]
+    assert not np.allclose(a, b)
+    np.testing.assert_allclose(net(u, gaps)[0], net(u, gaps)[0])
+
+
+def test_errors(getkey):
+    with pytest.raises(ValueError, match="pooling"):
+        make_network(getkey, pooling="max")
+    net = make_network(getkey, pooling="mean")
+    with pytest.raises(ValueError, match="step mode"):
+        net.step(net.init_state(), jnp.ones(3), jnp.asarray(1.0))
+    with pytest.raises(ValueError, match="extra"):
+        make_network(getkey, n_extra=2)(jnp.ones((4, 3)), jnp.ones(4))
+    with pytest.raises(ValueError, match="activation"):
+        S5Block(4, 2, 1, activation="relu", key=getkey())

@@ -1,0 +1,235 @@
+"""S5SSM against naive float64 references: a Python loop over the ZOH /
+bilinear recurrence, the dense matrix exponential, step mode, chunks and
+padding."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.scipy.linalg import expm
+
+from conftest import to_float64
+from s5ts.nn import S5SSM, backward_gaps, block_diagonal_hippo, hippo_n
+
+
+def naive_ssm(ssm, u, gaps, mask):
+    """Python loop in float64 numpy, straight from the equations."""
+    lam = -np.exp(np.asarray(ssm.log_neg_real, np.float64)) + 1j * np.asarray(ssm.lambda_imag, np.float64)
+    B = np.asarray(ssm.B_re, np.float64) + 1j * np.asarray(ssm.B_im, np.float64)
+    C = np.asarray(ssm.C_re, np.float64) + 1j * np.asarray(ssm.C_im, np.float64)
+    D = np.asarray(ssm.D, np.float64)
+    delta = np.exp(np.asarray(ssm.log_step, np.float64))
+
+    def run(order, step_gaps, C):
+        x = np.zeros(len(lam), complex)
+        ys = np.zeros((len(u), len(D)))
+        for k in order:
+            if not mask[k]:
+                continue
+            step = delta * step_gaps[k]
+            if ssm.discretization == "zoh":
+                lam_bar = np.exp(lam * step)
+                weight = (lam_bar - 1) / lam
+            else:
+                lam_bar = (1 + lam * step / 2) / (1 - lam * step / 2)
+                weight = step / (1 - lam * step / 2)
+            x = lam_bar * x + weight * (B @ u[k])
+            ys[k] = 2 * np.real(C @ x)
+        return ys, x
+
+    real = np.flatnonzero(mask)
+    y, x_last = run(real, gaps, C)
+    if ssm.bidirectional:
+        back = np.zeros(len(u))
+        back[real[:-1]] = np.asarray(gaps)[real[1:]]
+        back[real[-1]] = gaps[0]
+        C_back = np.asarray(ssm.C_back_re, np.float64) + 1j * np.asarray(ssm.C_back_im, np.float64)
+        y = y + run(real[::-1], back, C_back)[0]
+    y = y + D * np.where(mask[:, None], u, 0.0)
+    return y, x_last
+
+
+def random_inputs(rng, length, features, n_real=None):
+    u = rng.normal(size=(length, features))
+    gaps = rng.exponential(2.0, size=length)
+    mask = np.zeros(length, bool)
+    mask[: length if n_real is None else n_real] = True
+    return u, gaps, mask
+
+
+@pytest.mark.parametrize("discretization", ["zoh", "bilinear"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("scan", ["associative", "sequential"])
+def test_matches_naive_loop_float64(x64, getkey, discretization, bidirectional, scan):
+    ssm = to_float64(S5SSM(3, 6, 3, discretization, bidirectional, scan, key=getkey()))
+    rng = np.random.default_rng(0)
+    for length, n_real in [(1, 1), (9, 9), (17, 11)]:
+        u, gaps, mask = random_inputs(rng, length, 3, n_real)
+        y, x_last = ssm(jnp.asarray(u), jnp.asarray(gaps), jnp.asarray(mask))
+        y_ref, x_ref = naive_ssm(ssm, u, gaps, mask)
+        np.testing.assert_allclose(y[mask], y_ref[mask], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(x_last, x_ref, rtol=1e-10, atol=1e-10)
+
+
+def test_ragged_batch_with_vmap(x64, getkey):
+    ssm = to_float64(S5SSM(2, 4, 1, key=getkey()))
+    rng = np.random.default_rng(1)
+    lengths = [5, 12, 1, 8]
+    u = rng.normal(size=(4, 12, 2))
+    gaps = rng.uniform(0, 5, size=(4, 12))
+    mask = np.arange(12)[None] < np.array(lengths)[:, None]
+    ys, xs = jax.vmap(ssm)(jnp.asarray(u), jnp.asarray(gaps), jnp.asarray(mask))
+    for i in range(4):
+        y_ref, x_ref = naive_ssm(ssm, u[i], gaps[i], mask[i])
+        np.testing.assert_allclose(ys[i][mask[i]], y_ref[mask[i]], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(xs[i], x_ref, rtol=1e-10, atol=1e-10)
+
+
+def test_zoh_matches_dense_matrix_exponential(x64, getkey):
+    """expm([[ΛΔ, ΔB̃], [0, 0]]) = [[Λ̄, diag(w)B̃], [0, I]] for every state."""
+    ssm = to_float64(S5SSM(3, 4, 2, key=getkey()))
+    B = ssm.B_re + 1j * ssm.B_im
+    for gap in [1e-4, 0.37, 3.0, 40.0]:
+        lam_bar, weight = ssm.discretise(jnp.asarray(gap))
+        delta = jnp.exp(ssm.log_step) * gap
+        P, H = B.shape
+        dense = jnp.zeros((P + H, P + H), jnp.complex128)
+        dense = dense.at[:P, :P].set(jnp.diag(ssm.lam * delta))
+        dense = dense.at[:P, P:].set(delta[:, None] * B)
+        exp = expm(dense)
+        np.testing.assert_allclose(jnp.diag(exp[:P, :P]), lam_bar, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(exp[:P, P:], weight[:, None] * B, rtol=1e-9, atol=1e-12)
+
+
+def test_hippo_initialisation(x64):
+    S = hippo_n(8)
+    np.testing.assert_allclose(S + S.T, -np.eye(8), atol=1e-12)  # normal: −½I + skew
+    lam, V = block_diagonal_hippo(4, 2)
+    assert lam.shape == (4,) and V.shape == (8, 4)
+    np.testing.assert_allclose(lam.real, -0.5)
+    assert np.all(lam.imag < 0)
+    # Each kept eigenpair solves S v = λ v in its block.
+    block = hippo_n(4)
+    for j in range(2):
+        np.testing.assert_allclose(block @ V[:4, j], lam[j] * V[:4, j], atol=1e-10)
+    np.testing.assert_allclose(V.conj().T @ V, np.eye(4), atol=1e-12)
+    with pytest.raises(ValueError, match="even"):
+        block_diagonal_hippo(3, 2)
+
+
+def test_initial_parameters(getkey):
+    ssm = S5SSM(5, 8, 4, dt_min=0.01, dt_max=0.1, key=getkey())
+    assert np.all(np.real(ssm.lam) < 0)
+    steps = np.exp(ssm.log_step)
+    assert np.all((steps >= 0.01 - 1e-7) & (steps <= 0.1 + 1e-7))
+    leaves = jax.tree.leaves(ssm)
+    assert all(not jnp.iscomplexobj(leaf) for leaf in leaves)
+
+
+@pytest.mark.parametrize("discretization", ["zoh", "bilinear"])
+def test_step_mode_equals_sequence_mode(x64, getkey, discretization):
+    ssm = to_float64(S5SSM(3, 4, 2, discretization, key=getkey()))
+    rng = np.random.default_rng(2)
+    u, gaps, _ = random_inputs(rng, 15, 3)
+    y_seq, x_seq = ssm(jnp.asarray(u), jnp.asarray(gaps))
+    state = ssm.init_state()
+    for k in range(15):
+        state, y_k = ssm.step(state, jnp.asarray(u[k]), jnp.asarray(gaps[k]))
+        np.testing.assert_allclose(y_k, y_seq[k], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(state, x_seq, rtol=1e-10, atol=1e-12)
+
+
+def test_chunked_equals_whole(x64, getkey):
+    ssm = to_float64(S5SSM(3, 4, 2, key=getkey()))
+    rng = np.random.default_rng(3)
+    u, gaps, _ = random_inputs(rng, 30, 3)
+    y_whole, x_whole = ssm(jnp.asarray(u), jnp.asarray(gaps))
+    state, pieces = None, []
+    for start, stop in [(0, 7), (7, 8), (8, 30)]:
+        y, state = ssm(jnp.asarray(u[start:stop]), jnp.asarray(gaps[start:stop]), state=state)
+        pieces.append(y)
+    np.testing.assert_allclose(jnp.concatenate(pieces), y_whole, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(state, x_whole, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("discretization", ["zoh", "bilinear"])
+def test_padding_length_does_not_matter(getkey, bidirectional, discretization):
+    ssm = S5SSM(3, 4, 2, discretization, bidirectional, key=getkey())
+    rng = np.random.default_rng(4)
+    u, gaps, _ = random_inputs(rng, 10, 3)
+    reference = None
+    for pad in [0, 1, 6, 22]:
+        u_pad = np.concatenate([u, rng.normal(size=(pad, 3)) * 100])
+        gaps_pad = np.concatenate([gaps, rng.uniform(0, 50, pad)])
+        mask = np.arange(10 + pad) < 10
+        y, x_last = ssm(jnp.asarray(u_pad), jnp.asarray(gaps_pad), jnp.asarray(mask))
+        if reference is None:
+            reference = (y[:10], x_last)
+        np.testing.assert_allclose(y[:10], reference[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(x_last, reference[1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_nan_in_padding_gives_finite_outputs_and_gradients(getkey, bidirectional):
+    ssm = S5SSM(3, 4, 2, bidirectional=bidirectional, key=getkey())
+    u = jnp.concatenate([jnp.ones((5, 3)), jnp.full((3, 3), jnp.nan)])
+    gaps = jnp.concatenate([jnp.ones(5), jnp.full(3, jnp.nan)])
+    mask = jnp.arange(8) < 5
+
+    def loss(ssm, u):
+        y, x_last = ssm(u, gaps, mask)
+        return jnp.sum(jnp.where(mask[:, None], y, 0.0) ** 2) + jnp.sum(jnp.abs(x_last) ** 2)
+
+    value, (grad_model, grad_u) = jax.value_and_grad(loss, argnums=(0, 1))(ssm, u)
+    assert np.isfinite(value)
+    assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(grad_model))
+    assert np.all(np.isfinite(grad_u)) and np.all(grad_u[5:] == 0)
+
+
+def test_backward_gaps():
+    gaps = jnp.array([1.0, 2.0, 3.0, 4.0, 9.0, 9.0])
+    mask = jnp.array([True, True, True, True, False, False])
+    np.testing.assert_allclose(backward_gaps(gaps, mask), [2.0, 3.0, 4.0, 1.0, 0.0, 0.0])
+
+
+def test_bidirectional_has_no_step_mode_or_state(getkey):
+    ssm = S5SSM(2, 2, 1, bidirectional=True, key=getkey())
+    with pytest.raises(ValueError, match="no step mode"):
+        ssm.step(ssm.init_state(), jnp.ones(2), jnp.asarray(1.0))
+    with pytest.raises(ValueError, match="cannot continue"):
+        ssm(jnp.ones((3, 2)), jnp.ones(3), state=ssm.init_state())
+
+
+def test_bad_construction_and_shapes(getkey):
+    with pytest.raises(ValueError, match="discretization"):
+        S5SSM(2, 2, 1, discretization="euler", key=getkey())
+    with pytest.raises(ValueError, match="scan"):
+        S5SSM(2, 2, 1, scan="fast", key=getkey())
+    with pytest.raises(ValueError, match="dt_min"):
+        S5SSM(2, 2, 1, dt_min=0.5, dt_max=0.1, key=getkey())
+    ssm = S5SSM(2, 2, 1, key=getkey())
+    with pytest.raises(ValueError, match="shape"):
+        ssm(jnp.ones((3, 5)), jnp.ones(3))
+    with pytest.raises(ValueError, match="gaps"):
+        ssm(jnp.ones((3, 2)), jnp.ones(4))
+
+
+def test_memory_is_linear_in_length(getkey):
+    """Forward+backward with per-step gaps never builds an (L, P, H) array:
+    XLA's temporary memory stays far below L·P·H·8 bytes."""
+    H = P = 64
+    L = 2048
+    ssm = S5SSM(H, P, 4, scan="sequential", key=getkey())
+
+    def loss(ssm, u, gaps):
+        return jnp.sum(ssm(u, gaps)[0] ** 2)
+
+    compiled = (
+        jax.jit(jax.grad(loss))
+        .lower(ssm, jnp.ones((L, H)), jnp.ones(L))
+        .compile()
+    )
+    analysis = compiled.memory_analysis()
+    lph_bytes = L * P * H * 8
+    assert analysis.temp_size_in_bytes < lph_bytes / 4
