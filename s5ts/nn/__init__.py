@@ -3,7 +3,7 @@ blocks, encoders and the sequence network. Every module sees one sequence;
 batch with `jax.vmap`."""
 
 from ._block import ACTIVATIONS, GELU, GLU, HalfGLU, S5Block, make_activation
-from ._discretisation import ZOH, Bilinear, Discretisation, complex_expm1, make_discretisation
+from ._discretisation import DISCRETISATIONS, ZOH, Bilinear, Discretisation, complex_expm1, make_discretisation
 from ._encoders import ENCODERS, IdentityEncoder, PendulumCNN, make_encoder
 from ._init import block_diagonal_hippo, diagonalised_hippo_n, hippo_n
 from ._network import POOLINGS, GaussianHead, MLPHead, SequenceNetwork, elup1, masked_last, masked_mean
@@ -17,6 +17,7 @@ __all__ = [
     "HalfGLU",
     "S5Block",
     "make_activation",
+    "DISCRETISATIONS",
     "ZOH",
     "Bilinear",
     "Discretisation",

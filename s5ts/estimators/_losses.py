@@ -1,0 +1,52 @@
+"""Losses on one padded batch. Each returns (sum of per-element losses,
+number of elements), so batches of different padding weigh correctly.
+
+`outputs` is the vmapped network output: per step `(B, L, K)` (or a
+`(mean, var)` pair of those), per sequence `(B, K)`; `targets` has the same
+leading shape; `weights` (B, L) or (B,) marks real steps / rows.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+VARIANCE_FLOOR = 1e-6
+
+
+def _weighted(per_element, weights):
+    # per_element (B, [L,] K): average over K, weight by real steps/rows.
+    per_item = jnp.mean(per_element, axis=-1)
+    per_item = jnp.where(weights, per_item, 0.0)
+    return jnp.sum(per_item), jnp.sum(weights)
+
+
+def mse_loss(outputs, targets, weights):
+    return _weighted((outputs - targets) ** 2, weights)
+
+
+def gaussian_nll_loss(outputs, targets, weights):
+    mean, var = outputs
+    var = jnp.maximum(var, VARIANCE_FLOOR)
+    nll = 0.5 * (jnp.log(2 * jnp.pi * var) + (targets - mean) ** 2 / var)
+    return _weighted(nll, weights)
+
+
+def cross_entropy_loss(outputs, targets, weights):
+    # outputs: logits (B, C); targets: integer labels (B,)
+    log_probs = jax.nn.log_softmax(outputs, axis=-1)
+    picked = jnp.take_along_axis(log_probs, targets[..., None].astype(jnp.int32), axis=-1)
+    return _weighted(-picked, weights)
+
+
+def point_prediction(outputs):
+    """The mean of a Gaussian head, or the outputs themselves."""
+    return outputs[0] if isinstance(outputs, tuple) else outputs
+
+
+def squared_error(outputs, targets, weights):
+    """MSE of the point prediction (the model-selection metric)."""
+    return mse_loss(point_prediction(outputs), targets, weights)
+
+
+LOSSES = {"mse": mse_loss, "gaussian_nll": gaussian_nll_loss, "cross_entropy": cross_entropy_loss}

@@ -1,0 +1,193 @@
+"""S5Regressor: sequence-level or per-step regression on irregular series."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import equinox as eqx
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.metrics import r2_score
+from sklearn.utils.validation import check_is_fitted
+
+from ..data import to_targets
+from ..nn import GaussianHead
+from ._base import S5Estimator, with_shared_parameters
+from ._losses import gaussian_nll_loss, mse_loss, squared_error
+
+REGRESSION_LOSSES = {"mse": mse_loss, "gaussian_nll": gaussian_nll_loss}
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetScaling:
+    mean: np.ndarray
+    std: np.ndarray
+    is_1d: bool
+
+
+class S5Regressor(RegressorMixin, S5Estimator):
+    r"""S5 regression on ragged, irregularly sampled series (scikit-learn API).
+
+    Each series is a sequence of observations at strictly increasing times;
+    the gap before each observation (in units of the median gap seen in
+    `fit`) becomes that step's discretisation interval,
+    $\bar\Lambda_k = e^{\Lambda\Delta g_k}$.
+
+    **Inputs** (`fit`, `predict`): any format of `s5ts.data.to_panel` — a
+    list of n DataFrames (L_i, d) indexed by time, a (series, time)
+    MultiIndex frame, a long frame, a 3-D array (n, L, d) with `times=`
+    (n, L), or a 2-D array (n, L). NaN in features means "not observed": the
+    model sees standardised values (NaN → 0) plus an observed-channel mask.
+
+    **Targets:** one per series, `y` (n,) or (n, k) → `predict` returns
+    (n,) or (n, k); or one per observation (a list of (L_i,) / (L_i, k)
+    arrays, a MultiIndex Series/DataFrame aligned with X) → `predict`
+    returns a list of n arrays (L_i,) / (L_i, k). Targets are standardised
+    internally.
+
+    **Main parameters:**
+
+    - Architecture: `n_layers`, `d_model` (H), `state_size` (P complex
+      states), `blocks` (J HiPPO-N blocks), `discretization` ("zoh" |
+      "bilinear"), `bidirectional`, `activation` ("gelu" | "glu" |
+      "half_glu"), `prenorm`, `dropout`, `dt_min`/`dt_max` (initial
+      timescales), `encoder` ("identity" | "pendulum_cnn"), `pooling`
+      ("mean" | "last", for sequence-level targets).
+    - Time: `time_handling` = "gaps" (S5) | "drop" (every gap 1: S5-drop) |
+      "append" (gap 1 and the real gap appended as a feature: S5-append);
+      `first_gap`, the interval before the first observation.
+    - Training: `loss` ("mse" | "gaussian_nll"), `max_epochs`, `batch_size`,
+      `learning_rate`, `ssm_learning_rate` (Λ, B̃, log Δ: no weight decay),
+      `weight_decay`, `warmup_epochs` (then cosine decay), `grad_clip`,
+      `validation_fraction` and `n_iter_no_change` (early stopping on
+      validation MSE, best parameters kept), `random_state`, `verbose`
+      (progress bar), `warm_start`, `scan`.
+
+    **Fitted attributes:** `model_` (the Equinox network), `history_`
+    (per-epoch losses), `n_features_in_`, `feature_names_in_` (named
+    columns), `time_scale_`, `best_epoch_`, `n_parameters_`.
+
+    >>> import numpy as np
+    >>> from s5ts import S5Regressor
+    >>> rng = np.random.default_rng(0)
+    >>> times = np.sort(rng.uniform(0, 10, (20, 12)), axis=1)
+    >>> X = np.sin(times)[..., None]
+    >>> y = X[:, -1, 0]
+    >>> model = S5Regressor(d_model=8, state_size=4, max_epochs=2, random_state=0)
+    >>> model.fit(X, y, times=times).predict(X, times=times).shape
+    (20,)
+    """
+
+    _loss_name = "mse"
+
+    @with_shared_parameters
+    def __init__(self, *, loss="mse", **shared):
+        super().__init__(**shared)
+        self.loss = loss
+
+    def _loss_fn(self):
+        if self.loss not in REGRESSION_LOSSES:
+            raise ValueError(f"loss must be one of {tuple(REGRESSION_LOSSES)}, got {self.loss!r}")
+        return REGRESSION_LOSSES[self.loss]
+
+    def _metric(self):
+        return squared_error
+
+    def _encode_targets(self, y, panel, *, first_fit, classes=None):
+        targets = to_targets(y, panel, numeric=True)
+        per_step = targets.kind == "per_step"
+        items = [np.asarray(v, np.float64) for v in targets.values] if per_step else None
+        if per_step:
+            stacked = np.concatenate([v.reshape(len(v), -1) for v in items])
+        else:
+            stacked = np.asarray(targets.values, np.float64).reshape(panel.n_series, -1)
+        if first_fit:
+            std = stacked.std(axis=0)
+            scaling = TargetScaling(stacked.mean(axis=0), np.where(std > 0, std, 1.0), targets.is_1d)
+        else:
+            scaling = self._target_scaling
+            if per_step != self.per_step_ or stacked.shape[1] != len(scaling.mean):
+                raise ValueError(
+                    f"y has {stacked.shape[1]} {'per-step' if per_step else 'per-series'} targets; "
+                    f"the model was fitted on {len(scaling.mean)} "
+                    f"{'per-step' if self.per_step_ else 'per-series'} targets"
+                )
+
+        def scale(values):
+            return ((values - scaling.mean) / scaling.std).astype(np.float32)
+
+        if per_step:
+            encoded = tuple(scale(v.reshape(len(v), -1)) for v in items)
+        else:
+            encoded = scale(stacked)
+        return encoded, per_step, scaling
+
+    def _set_target_state(self, scaling):
+        self._target_scaling = scaling
+
+    def _n_outputs(self, scaling):
+        return len(scaling.mean)
+
+    def _make_head(self, n_outputs, key):
+        if self.loss == "gaussian_nll":
+            return GaussianHead(self.d_model, n_outputs, self.d_model, key=key)
+        return eqx.nn.Linear(self.d_model, n_outputs, key=key)
+
+    def _fitted_metadata(self):
+        s = self._target_scaling
+        return {"target_mean": s.mean.tolist(), "target_std": s.std.tolist(), "target_1d": s.is_1d}
+
+    def _target_state_from_metadata(self, metadata):
+        return TargetScaling(
+            np.asarray(metadata["target_mean"]), np.asarray(metadata["target_std"]), metadata["target_1d"]
+        )
+
+    def partial_fit(self, X, y, *, times=None):
+        """One epoch over (X, y), continuing from the current model (no
+        validation split; the optimiser state is kept between calls)."""
+        return self._fit(X, y, times, epochs=1, continue_training=True, partial=True)
+
+    def predict(self, X, *, times=None, return_std=False):
+        """Predicted means: (n,) / (n, k) per series, or a list of (L_i,) /
+        (L_i, k) arrays for per-step models. With `return_std=True`
+        (`loss="gaussian_nll"` only) also the predictive standard deviations,
+        in the same layout."""
+        check_is_fitted(self, "model_")
+        if return_std and self.loss != "gaussian_nll":
+            raise ValueError("return_std=True needs a Gaussian head: fit with loss='gaussian_nll'")
+        _, outputs = self._predict_outputs(X, times)
+        s = self._target_scaling
+
+        def unscale(item):
+            if isinstance(item, tuple):
+                mean, var = item
+                return mean * s.std + s.mean, np.sqrt(var) * s.std
+            return item * s.std + s.mean, None
+
+        pairs = [unscale(item) for item in outputs]
+        means = [m for m, _ in pairs]
+        stds = [d for _, d in pairs]
+        if s.is_1d:
+            means = [m[..., 0] for m in means]
+            stds = [None if d is None else d[..., 0] for d in stds]
+        if not self.per_step_:
+            means = np.stack(means)
+            stds = None if stds[0] is None else np.stack(stds)
+        return (means, stds) if return_std else means
+
+    def score(self, X, y, sample_weight=None, *, times=None):
+        """R² of the predictions (over all observations for per-step models)."""
+        prediction = self.predict(X, times=times)
+        if self.per_step_:
+            panel = self._panel(X, times, fitted=True)
+            truth = to_targets(y, panel, numeric=True, kind="per_step").values
+            return r2_score(np.concatenate(truth), np.concatenate(prediction))
+        return r2_score(y, prediction, sample_weight=sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.three_d_array = True
+        tags.target_tags.multi_output = True
+        tags.non_deterministic = False
+        return tags
