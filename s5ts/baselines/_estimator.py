@@ -62,6 +62,9 @@ class CRURegressor(S5Regressor):
     ssm_learning_rate = None
     scan = "auto"
 
+    # What a warm start must not change (it would silently keep the old network).
+    _architecture_names = ("encoder", "latent_obs_size", "num_basis", "bandwidth", "hidden_size", "first_gap", "standardize")
+
     def __init__(
         self,
         *,

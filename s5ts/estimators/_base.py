@@ -3,24 +3,39 @@ model construction, the fit transaction, prediction and persistence."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import io
 import json
 import math
+import numbers
 
 import equinox as eqx
 import jax
 import numpy as np
+import pandas as pd
+import scipy.sparse
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..data import RaggedPanel, check_columns, gaps_from_times, time_scale_from, to_panel
-from ..nn import ACTIVATIONS, DISCRETISATIONS, ENCODERS, POOLINGS, S5Block, SequenceNetwork, make_encoder
+from ..nn import (
+    ACTIVATIONS,
+    DISCRETISATIONS,
+    ENCODERS,
+    POOLINGS,
+    SCAN_METHODS,
+    S5Block,
+    SequenceNetwork,
+    make_encoder,
+)
 from ._training import (
+    NonFiniteLossError,
     Sequences,
     TrainingConfig,
+    TrainingResult,
     TrainingState,
     init_optimizer_state,
     predict_outputs,
@@ -41,6 +56,10 @@ class Preprocessing:
     missing_indicator: bool
     time_scale: float
     time_kind: str
+    # How times become the network's gaps; fixed at fit so that set_params
+    # after fit cannot feed the network inputs it was not trained on.
+    time_handling: str = "gaps"
+    first_gap: float = 1.0
 
     def to_json(self) -> dict:
         out = dataclasses.asdict(self)
@@ -58,7 +77,12 @@ class Preprocessing:
         return cls(**data)
 
 
-def learn_preprocessing(panel: RaggedPanel, standardize: bool) -> Preprocessing:
+def learn_preprocessing(
+    panel: RaggedPanel, standardize: bool, time_handling: str = "gaps", first_gap: float = 1.0
+) -> Preprocessing:
+    """Feature means and standard deviations (over observed values), whether
+    any value is missing (then the network also sees an observed-channel
+    mask), and the time scale: the median gap between observations."""
     stacked = np.concatenate(panel.values, axis=0)
     if standardize:
         mean = np.nanmean(stacked, axis=0)
@@ -74,7 +98,17 @@ def learn_preprocessing(panel: RaggedPanel, standardize: bool) -> Preprocessing:
         missing_indicator=bool(np.isnan(stacked).any()),
         time_scale=float(time_scale_from(panel)),
         time_kind=panel.time_kind,
+        time_handling=time_handling,
+        first_gap=float(first_gap),
     )
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _check_params(estimator) -> None:
@@ -85,27 +119,63 @@ def _check_params(estimator) -> None:
         "encoder": ENCODERS,
         "pooling": tuple(p for p in POOLINGS if p != "none"),
         "time_handling": TIME_HANDLING,
+        "scan": SCAN_METHODS,
     }
     for name, allowed in choices.items():
         value = getattr(estimator, name)
-        if value not in allowed:
+        if not isinstance(value, str) or value not in allowed:
             raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
     for name in ("n_layers", "d_model", "state_size", "blocks", "max_epochs", "batch_size"):
         value = getattr(estimator, name)
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        if not _is_int(value) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if not _is_int(estimator.warmup_epochs) or estimator.warmup_epochs < 0:
+        raise ValueError(f"warmup_epochs must be a non-negative integer, got {estimator.warmup_epochs!r}")
+    n = estimator.n_iter_no_change
+    if n is not None and (not _is_int(n) or n < 1):
+        raise ValueError(f"n_iter_no_change must be a positive integer or None, got {n!r}")
     for name in ("learning_rate", "dt_min", "dt_max", "first_gap"):
         value = getattr(estimator, name)
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        if not (_is_real(value) and value > 0):
             raise ValueError(f"{name} must be a positive number, got {value!r}")
-    if estimator.ssm_learning_rate is not None and not estimator.ssm_learning_rate > 0:
-        raise ValueError(f"ssm_learning_rate must be positive or None, got {estimator.ssm_learning_rate!r}")
-    if not 0.0 <= estimator.dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {estimator.dropout!r}")
-    if not 0.0 <= estimator.validation_fraction < 1.0:
-        raise ValueError(f"validation_fraction must be in [0, 1), got {estimator.validation_fraction!r}")
-    if estimator.weight_decay < 0:
+    if estimator.dt_min > estimator.dt_max:
+        raise ValueError(f"dt_min must be <= dt_max, got {estimator.dt_min!r} > {estimator.dt_max!r}")
+    for name in ("ssm_learning_rate", "grad_clip"):
+        value = getattr(estimator, name)
+        if value is not None and not (_is_real(value) and value > 0):
+            raise ValueError(f"{name} must be a positive number or None, got {value!r}")
+    for name, low in (("dropout", 0.0), ("validation_fraction", 0.0)):
+        value = getattr(estimator, name)
+        if not (_is_real(value) and low <= value < 1.0):
+            raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+    if not (_is_real(estimator.weight_decay) and estimator.weight_decay >= 0):
         raise ValueError(f"weight_decay must be >= 0, got {estimator.weight_decay!r}")
+    for name in ("bidirectional", "prenorm", "standardize", "warm_start"):
+        value = getattr(estimator, name)
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
+    estimator._check_task_params()
+
+
+#: Parameters that define the network or the inputs it was trained on: a
+#: warm start with any of them changed cannot continue the fitted network.
+_ARCHITECTURE = (
+    "n_layers",
+    "d_model",
+    "state_size",
+    "blocks",
+    "discretization",
+    "bidirectional",
+    "activation",
+    "prenorm",
+    "dropout",
+    "encoder",
+    "pooling",
+    "time_handling",
+    "first_gap",
+    "standardize",
+    "scan",
+)
 
 
 class S5Estimator(BaseEstimator):
@@ -175,10 +245,15 @@ class S5Estimator(BaseEstimator):
         self.warm_start = warm_start
 
     # ----- task-specific hooks (subclasses) -----
-    _loss_name: str
-    _metric_fn = None
+    def _check_task_params(self) -> None:
+        """Validate the subclass's own constructor arguments."""
 
-    def _encode_targets(self, y, panel, *, first_fit: bool, classes=None):
+    def _encode_targets(self, y, panel, *, state=None, classes=None):
+        """(encoded targets, per_step, target state): `state` None learns the
+        target state (scaling, classes); otherwise encodes with the given one."""
+        raise NotImplementedError
+
+    def _target_state(self):
         raise NotImplementedError
 
     def _make_head(self, n_outputs: int, key):
@@ -190,8 +265,23 @@ class S5Estimator(BaseEstimator):
     def _fitted_metadata(self) -> dict:
         raise NotImplementedError
 
+    _architecture_names = _ARCHITECTURE
+
+    def _architecture_params(self) -> dict:
+        return {name: getattr(self, name) for name in self._architecture_names}
+
     # ----- preprocessing -----
     def _panel(self, X, times, *, fitted: bool) -> RaggedPanel:
+        """`X` as a `RaggedPanel`; when `fitted`, with the columns in fit order."""
+        if scipy.sparse.issparse(X):
+            raise TypeError(
+                f"{type(self).__name__} does not accept sparse input ({type(X).__name__}); "
+                "pass a dense array or a list of DataFrames"
+            )
+        if not isinstance(X, (list, tuple, np.ndarray, pd.Series, pd.DataFrame, RaggedPanel)) and hasattr(
+            X, "__array__"
+        ):
+            X = np.asarray(X)  # array-likes (xarray, torch, ...) are arrays
         panel = to_panel(X, times=times)
         if fitted:
             panel = check_columns(panel, self.preprocessing_.columns)
@@ -203,28 +293,33 @@ class S5Estimator(BaseEstimator):
         return panel
 
     def _sequences(self, panel: RaggedPanel, prep: Preprocessing, targets=None, per_step=False) -> Sequences:
+        """Model-ready inputs: standardised features (NaN → 0, plus the
+        observed-channel mask when the training data had missing values) and
+        gaps in model time units, per `prep.time_handling`."""
         inputs, gaps, extra = [], [], []
         for i, (values, times) in enumerate(zip(panel.values, panel.times)):
             observed = ~np.isnan(values)
+            if not observed.all() and (self.encoder != "identity" or not prep.missing_indicator):
+                column = panel.columns[int(np.flatnonzero(~observed.all(axis=0))[0])]
+                reason = (
+                    f"the {self.encoder!r} encoder cannot take missing values"
+                    if self.encoder != "identity"
+                    else "the model was fitted on data without missing values, so it has no "
+                    "observed-channel mask; refit on data that has them, or impute first"
+                )
+                raise ValueError(f"series {panel.ids[i]!r}, column {column!r}: NaN in X, but {reason}")
             scaled = np.where(observed, (values - prep.feature_mean) / prep.feature_std, 0.0)
             if prep.missing_indicator:
                 scaled = np.concatenate([scaled, observed.astype(np.float64)], axis=1)
-            elif not observed.all():
-                column = panel.columns[int(np.flatnonzero(~observed.all(axis=0))[0])]
-                if self.encoder != "identity":
-                    raise ValueError(
-                        f"series {panel.ids[i]!r}, column {column!r}: NaN in X, but the "
-                        f"{self.encoder!r} encoder cannot take missing values"
-                    )
-            real_gaps = gaps_from_times(times, prep.time_scale, self.first_gap)
-            step_gaps = real_gaps if self.time_handling == "gaps" else np.ones_like(real_gaps)
+            real_gaps = gaps_from_times(times, prep.time_scale, prep.first_gap)
+            step_gaps = real_gaps if prep.time_handling == "gaps" else np.ones_like(real_gaps)
             inputs.append(scaled.astype(np.float32))
             gaps.append(step_gaps.astype(np.float32))
             extra.append(real_gaps[:, None].astype(np.float32))
         return Sequences(
             inputs=tuple(inputs),
             gaps=tuple(gaps),
-            extra=tuple(extra) if self.time_handling == "append" else None,
+            extra=tuple(extra) if prep.time_handling == "append" else None,
             targets=targets,
             per_step=per_step,
         )
@@ -276,50 +371,97 @@ class S5Estimator(BaseEstimator):
         )
 
     # ----- fitting -----
-    def _fit(self, X, y, times, *, epochs=None, continue_training=False, partial=False, classes=None):
+    def _fit(self, X, y, times, *, partial=False, classes=None, validation_data=None):
+        """The fit transaction. Everything is computed into locals and
+        assigned in `_commit` at the end, so a fit that fails (bad input,
+        Ctrl-C before the first epoch) leaves the estimator exactly as it was.
+        A non-finite loss commits the best model of the epochs that finished
+        (if any) and raises."""
         _check_params(self)
-        fitted = continue_training and hasattr(self, "model_")
-        seed = check_random_state(self.random_state).randint(2**31 - 1) if not fitted else None
-        panel = self._panel(X, times, fitted=fitted)
-        # Everything is computed into locals and assigned at the end: a fit
-        # that fails leaves the estimator exactly as it was.
-        prep = self.preprocessing_ if fitted else learn_preprocessing(panel, self.standardize)
-        targets, per_step, target_state = self._encode_targets(y, panel, first_fit=not fitted, classes=classes)
-        data = self._sequences(panel, prep, targets, per_step)
-        n_inputs = data.inputs[0].shape[1]
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        fitted = (partial or self.warm_start) and hasattr(self, "model_")
         if fitted:
-            rng = self._rng_
+            changed = {k: v for k, v in self._architecture_params().items() if self._architecture_[k] != v}
+            if changed:
+                name, value = next(iter(changed.items()))
+                raise ValueError(
+                    f"cannot continue training: {name} is {value!r} but the fitted network has "
+                    f"{self._architecture_[name]!r}; fit with warm_start=False for a new network"
+                )
+        panel = self._panel(X, times, fitted=fitted)
+        prep = (
+            self.preprocessing_
+            if fitted
+            else learn_preprocessing(panel, self.standardize, self.time_handling, self.first_gap)
+        )
+        targets, per_step, target_state = self._encode_targets(
+            y, panel, state=self._target_state() if fitted else None, classes=classes
+        )
+        if fitted and per_step != self.per_step_:
+            raise ValueError(
+                f"y has one target per {'step' if per_step else 'series'}, but the model was fitted "
+                f"with one per {'step' if self.per_step_ else 'series'}"
+            )
+        data = self._sequences(panel, prep, targets, per_step)
+        given_valid = self._validation_sequences(validation_data, prep, target_state, per_step, fitted)
+        n_inputs = data.inputs[0].shape[1]
+        config = self._config()
+        if fitted:
+            # A copy: a failed call must not advance the fitted estimator's generator.
+            rng = copy.deepcopy(self._rng_)
             training_state = self._training_state_
         else:
+            seed = check_random_state(self.random_state).randint(2**31 - 1)
             rng = np.random.default_rng(seed)
             model = self._build_network(n_inputs, per_step, target_state, jax.random.key(seed))
-            training_state = TrainingState(model=model, opt_state=init_optimizer_state(model, self._config()))
-        train_data, valid_data = self._split(data, rng, partial)
+            training_state = TrainingState(model=model, opt_state=init_optimizer_state(model, config))
+        if given_valid is not None:
+            train_data, valid_data = data, given_valid
+        else:
+            train_data, valid_data = self._split(data, rng, partial)
         key = jax.random.key(int(rng.integers(2**31 - 1)))
-        config = self._config()
         try:
             result = train(
                 training_state,
                 train_data,
                 valid_data,
                 self._loss_fn(),
-                self._metric(),
+                self._metric(target_state),
                 config,
                 rng=rng,
                 key=key,
-                epochs=epochs,
-                total_epochs=config.max_epochs if not partial else max(config.max_epochs, 1),
+                epochs=1 if partial else config.max_epochs,
+                schedule="constant" if partial else "cosine",
             )
-        except FloatingPointError as error:
-            if getattr(error, "last_good", None) is not None and not fitted:
-                # Keep the last good parameters, as a consistent fitted model.
-                good = TrainingState(model=error.last_good, opt_state=training_state.opt_state)
-                self._commit(prep, per_step, target_state, good, error.last_good, rng, n_inputs)
-            raise
-        self._commit(prep, per_step, target_state, result.state, result.model, rng, n_inputs)
-        self.best_epoch_ = result.best_epoch
-        self.interrupted_ = result.interrupted
+        except NonFiniteLossError as error:
+            if error.result is None:
+                raise FloatingPointError(f"{error} No epoch finished: the estimator is unchanged.") from error
+            self._commit(prep, per_step, target_state, error.result, rng, n_inputs)
+            raise FloatingPointError(
+                f"{error} The estimator keeps the best parameters of the epochs that finished "
+                f"(epoch {error.result.best_epoch})."
+            ) from error
+        self._commit(prep, per_step, target_state, result, rng, n_inputs)
         return self
+
+    def _validation_sequences(self, validation_data, prep, target_state, per_step, fitted):
+        """Model-ready sequences of a user-given validation set (X, y) or (X, y, times)."""
+        if validation_data is None:
+            return None
+        if not isinstance(validation_data, tuple) or len(validation_data) not in (2, 3):
+            raise TypeError("validation_data must be a tuple (X, y) or (X, y, times)")
+        X_valid, y_valid, *rest = validation_data
+        panel = to_panel(X_valid, times=rest[0] if rest else None)
+        panel = check_columns(panel, prep.columns)
+        if panel.time_kind != prep.time_kind:
+            raise TypeError(
+                f"validation_data has {panel.time_kind} times, but X has {prep.time_kind} times"
+            )
+        targets, valid_per_step, _ = self._encode_targets(y_valid, panel, state=target_state)
+        if valid_per_step != per_step:
+            raise ValueError("validation_data's y must have the same layout (per series / per step) as y")
+        return self._sequences(panel, prep, targets, per_step)
 
     def _split(self, data: Sequences, rng, partial):
         n = len(data)
@@ -329,26 +471,27 @@ class S5Estimator(BaseEstimator):
         order = rng.permutation(n)
         return data.subset(np.sort(order[n_valid:])), data.subset(np.sort(order[:n_valid]))
 
-    def _commit(self, prep, per_step, target_state, training_state, model, rng, n_inputs):
+    def _commit(self, prep, per_step, target_state, result: TrainingResult, rng, n_inputs):
+        """Assign every fitted attribute (only ever assigned, never deleted)."""
         self.preprocessing_ = prep
         self.per_step_ = per_step
         self._set_target_state(target_state)
-        self._training_state_ = dataclasses.replace(training_state, model=training_state.model)
-        self.model_ = model
+        self._training_state_ = result.state
+        self.model_ = result.model
         self._rng_ = rng
+        self._architecture_ = self._architecture_params()
         self.n_model_inputs_ = n_inputs
-        self.history_ = list(training_state.history)
+        self.history_ = list(result.state.history)
+        self.best_epoch_ = result.best_epoch
+        self.interrupted_ = result.interrupted
         self.n_features_in_ = len(prep.columns)
+        self.feature_names_in_ = np.asarray(prep.columns, dtype=object)
         self.time_scale_ = prep.time_scale
-        if all(isinstance(c, str) for c in prep.columns) and not all(
-            c == str(i) for i, c in enumerate(prep.columns)
-        ):
-            self.feature_names_in_ = np.asarray(prep.columns, dtype=object)
 
     def _set_target_state(self, target_state):
         raise NotImplementedError
 
-    def fit(self, X, y, *, times=None):
+    def fit(self, X, y, *, times=None, validation_data=None):
         """Fit on ragged, timestamped series.
 
         **Arguments:**
@@ -358,38 +501,49 @@ class S5Estimator(BaseEstimator):
           frame, a 3-D array (n, L, d) with `times`, a 2-D array (n, L)).
         - `y`: one target per series, or one per observation (per-step).
         - `times`: observation times (n, L) for array `X`.
+        - `validation_data`: `(X_valid, y_valid)` (or with `times` third) to
+          evaluate after every epoch for early stopping and model selection,
+          instead of a `validation_fraction` split of `X`.
 
-        With `warm_start=True` a fitted estimator continues training.
+        **Returns:** `self`.
+
+        With `warm_start=True` a fitted estimator continues training (a new
+        warm-up and cosine schedule over `max_epochs`; `history_` grows).
         """
-        return self._fit(X, y, times, continue_training=self.warm_start)
+        return self._fit(X, y, times, validation_data=validation_data)
+
+    def _predict_panel(self, panel: RaggedPanel) -> list:
+        data = self._sequences(panel, self.preprocessing_)
+        data = dataclasses.replace(data, per_step=self.per_step_)
+        return predict_outputs(self.model_, data, self.batch_size)
 
     def _predict_outputs(self, X, times):
         check_is_fitted(self, "model_")
         panel = self._panel(X, times, fitted=True)
-        data = self._sequences(panel, self.preprocessing_)
-        data = dataclasses.replace(data, per_step=self.per_step_)
-        return panel, predict_outputs(self.model_, data, min(self.batch_size, len(data)))
+        return panel, self._predict_panel(panel)
+
+    # ----- scikit-learn tags -----
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # a missing channel at an observed time
+        tags.input_tags.three_d_array = True
+        tags.non_deterministic = False  # same random_state, same predictions (on CPU)
+        return tags
 
     # ----- persistence -----
     def __getstate__(self):
         # Device arrays become numpy, so a model pickled on a GPU unpickles on
-        # a CPU; __setstate__ puts the network's leaves back on the device.
-        state = self.__dict__.copy()
-        for name in _DEVICE_ATTRIBUTES:
-            if name in state:
-                state[name] = jax.tree.map(_to_numpy, state[name])
-        return state
+        # a CPU; __setstate__ puts the arrays back on the default device.
+        return _map_arrays(self.__dict__.copy(), _to_numpy)
 
     def __setstate__(self, state):
-        for name in _DEVICE_ATTRIBUTES:
-            if name in state:
-                state[name] = jax.tree.map(_to_device, state[name])
-        self.__dict__.update(state)
+        self.__dict__.update(_map_arrays(state, _to_device))
 
     def save(self, path) -> None:
         """Write hyper-parameters (JSON) and weights
         (`equinox.tree_serialise_leaves`) to one file. Arrays load on any
-        device: a model trained on a GPU loads on a CPU."""
+        device: a model trained on a GPU loads on a CPU. The optimiser state
+        is not saved: a warm start after `load` starts a fresh optimiser."""
         check_is_fitted(self, "model_")
         header = {
             "format": _FORMAT_VERSION,
@@ -399,6 +553,8 @@ class S5Estimator(BaseEstimator):
             "per_step": self.per_step_,
             "n_model_inputs": self.n_model_inputs_,
             "history": self.history_,
+            "best_epoch": self.best_epoch_,
+            "interrupted": self.interrupted_,
             "fitted": self._fitted_metadata(),
         }
         buffer = io.BytesIO()
@@ -409,12 +565,14 @@ class S5Estimator(BaseEstimator):
 
     @classmethod
     def load(cls, path):
-        """Read a file written by `save`."""
+        """Read a file written by `save`; returns a fitted estimator."""
         with open(path, "rb") as f:
             header = json.loads(f.readline())
             weights = f.read()
         if header.get("class") != cls.__name__:
             raise ValueError(f"{path} holds a {header.get('class')}, not a {cls.__name__}")
+        if header.get("format") != _FORMAT_VERSION:
+            raise ValueError(f"{path} has format {header.get('format')}; this s5ts reads {_FORMAT_VERSION}")
         estimator = cls(**header["params"])
         target_state = estimator._target_state_from_metadata(header["fitted"])
         skeleton = estimator._build_network(
@@ -422,11 +580,17 @@ class S5Estimator(BaseEstimator):
         )
         model = eqx.tree_deserialise_leaves(io.BytesIO(weights), skeleton)
         prep = Preprocessing.from_json(header["preprocessing"])
+        history = header["history"]
         state = TrainingState(
-            model=model, opt_state=init_optimizer_state(model, estimator._config()), history=header["history"]
+            model=model,
+            opt_state=init_optimizer_state(model, estimator._config()),
+            history=history,
+        )
+        result = TrainingResult(
+            model=model, state=state, best_epoch=header["best_epoch"], interrupted=header["interrupted"]
         )
         estimator._commit(
-            prep, header["per_step"], target_state, state, model, np.random.default_rng(0), header["n_model_inputs"]
+            prep, header["per_step"], target_state, result, np.random.default_rng(0), header["n_model_inputs"]
         )
         return estimator
 
@@ -441,7 +605,16 @@ class S5Estimator(BaseEstimator):
         return int(sum(leaf.size for leaf in leaves))
 
 
-_DEVICE_ATTRIBUTES = ("model_", "_training_state_")
+def _map_arrays(state: dict, fn) -> dict:
+    """Apply `fn` to every leaf of the network and the training state."""
+    if "model_" in state:
+        state["model_"] = jax.tree.map(fn, state["model_"])
+    if "_training_state_" in state:
+        t = state["_training_state_"]
+        state["_training_state_"] = dataclasses.replace(
+            t, model=jax.tree.map(fn, t.model), opt_state=jax.tree.map(fn, t.opt_state)
+        )
+    return state
 
 
 def _to_numpy(leaf):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import equinox as eqx
-import jax
 import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.metrics import accuracy_score
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..data import to_targets
 from ._base import S5Estimator, with_shared_parameters
@@ -40,20 +41,28 @@ class S5Classifier(ClassifierMixin, S5Estimator):
     def _loss_fn(self):
         return cross_entropy_loss
 
-    def _metric(self):
+    def _metric(self, classes):
         return cross_entropy_loss
 
-    def _encode_targets(self, y, panel, *, first_fit, classes=None):
+    def _encode_targets(self, y, panel, *, state=None, classes=None):
         targets = to_targets(y, panel, numeric=False, kind="sequence")
         labels = np.asarray(targets.values)
+        if labels.ndim == 2 and labels.shape[1] == 1:
+            labels = column_or_1d(labels, warn=True)  # warns, as scikit-learn does
         if labels.ndim != 1:
             raise ValueError(f"S5Classifier needs one label per series, got y of shape {labels.shape}")
-        if first_fit:
+        if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+            sid = panel.ids[int(np.flatnonzero(~np.isfinite(labels))[0])]
+            raise ValueError(f"y for series {sid!r} has an infinite label")
+        check_classification_targets(labels)  # rejects continuous (float) targets
+        if state is None:
             known = np.unique(labels) if classes is None else np.unique(np.asarray(classes))
             if len(known) < 2:
-                raise ValueError(f"S5Classifier needs at least two classes in y, got {known.tolist()}")
+                raise ValueError(
+                    f"y has only one class ({known[0]!r}); S5Classifier needs at least two classes"
+                )
         else:
-            known = self.classes_
+            known = state
         unseen = np.setdiff1d(labels, known)
         if unseen.size:
             series = [panel.ids[i] for i in np.flatnonzero(np.isin(labels, unseen))[:5]]
@@ -66,6 +75,9 @@ class S5Classifier(ClassifierMixin, S5Estimator):
 
     def _set_target_state(self, classes):
         self.classes_ = classes
+
+    def _target_state(self):
+        return self.classes_
 
     def _n_outputs(self, classes):
         return len(classes)
@@ -80,23 +92,41 @@ class S5Classifier(ClassifierMixin, S5Estimator):
         return np.asarray(metadata["classes"])
 
     def partial_fit(self, X, y, classes=None, *, times=None):
-        """One epoch over (X, y). The first call needs `classes` (all labels
-        that will ever appear), as in scikit-learn."""
-        if not hasattr(self, "model_") and classes is None:
-            raise ValueError("the first call to partial_fit needs `classes`")
-        return self._fit(X, y, times, epochs=1, continue_training=True, partial=True, classes=classes)
+        """One epoch over (X, y), continuing from the current model. The
+        first call needs `classes` (all labels that will ever appear), as in
+        scikit-learn; later calls may omit it or must repeat it.
+
+        **Returns:** `self`.
+        """
+        if not hasattr(self, "model_"):
+            if classes is None:
+                raise ValueError("the first call to partial_fit needs `classes` (every label that can appear)")
+        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+            raise ValueError(
+                f"classes={np.unique(np.asarray(classes)).tolist()} differs from the classes of the "
+                f"fitted model, {self.classes_.tolist()}"
+            )
+        return self._fit(X, y, times, partial=True, classes=classes)
 
     def predict_proba(self, X, *, times=None):
+        """Class probabilities, (n, n_classes), columns in the order of `classes_`."""
         check_is_fitted(self, "model_")
         _, logits = self._predict_outputs(X, times)
-        return np.asarray(jax.nn.softmax(np.stack(logits), axis=-1), dtype=np.float64)
+        logits = np.stack(logits).astype(np.float64)
+        logits -= logits.max(axis=1, keepdims=True)
+        probabilities = np.exp(logits)
+        return probabilities / probabilities.sum(axis=1, keepdims=True)
 
     def predict(self, X, *, times=None):
+        """The most probable label of each series, (n,)."""
+        check_is_fitted(self, "model_")
         return self.classes_[np.argmax(self.predict_proba(X, times=times), axis=1)]
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.three_d_array = True
-        tags.non_deterministic = False
-        return tags
+    def score(self, X, y, sample_weight=None, *, times=None):
+        """Accuracy; `y` is aligned with X as in `fit`."""
+        check_is_fitted(self, "model_")
+        panel = self._panel(X, times, fitted=True)
+        truth = np.asarray(to_targets(y, panel, numeric=False, kind="sequence").values)
+        if truth.ndim == 2 and truth.shape[1] == 1:
+            truth = truth[:, 0]
+        return accuracy_score(truth, self.predict(panel), sample_weight=sample_weight)

@@ -8,6 +8,7 @@ leading shape; `weights` (B, L) or (B,) marks real steps / rows.
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 
@@ -47,6 +48,16 @@ def point_prediction(outputs):
 def squared_error(outputs, targets, weights):
     """MSE of the point prediction (the model-selection metric)."""
     return mse_loss(point_prediction(outputs), targets, weights)
+
+
+class SquaredErrorInUnits(eqx.Module):
+    """MSE of the point prediction in the targets' original units, for
+    targets standardised with `std` (K,): the model-selection metric."""
+
+    std: jax.Array
+
+    def __call__(self, outputs, targets, weights):
+        return _weighted(((point_prediction(outputs) - targets) * self.std) ** 2, weights)
 
 
 LOSSES = {"mse": mse_loss, "gaussian_nll": gaussian_nll_loss, "cross_entropy": cross_entropy_loss}

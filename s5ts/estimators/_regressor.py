@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import equinox as eqx
+import jax.numpy as jnp
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.metrics import r2_score
@@ -13,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..data import to_targets
 from ..nn import GaussianHead
 from ._base import S5Estimator, with_shared_parameters
-from ._losses import gaussian_nll_loss, mse_loss, squared_error
+from ._losses import SquaredErrorInUnits, gaussian_nll_loss, mse_loss
 
 REGRESSION_LOSSES = {"mse": mse_loss, "gaussian_nll": gaussian_nll_loss}
 
@@ -63,9 +64,16 @@ class S5Regressor(RegressorMixin, S5Estimator):
       validation MSE, best parameters kept), `random_state`, `verbose`
       (progress bar), `warm_start`, `scan`.
 
-    **Fitted attributes:** `model_` (the Equinox network), `history_`
-    (per-epoch losses), `n_features_in_`, `feature_names_in_` (named
-    columns), `time_scale_`, `best_epoch_`, `n_parameters_`.
+    **Fitted attributes:** `model_` (the Equinox network, best epoch),
+    `history_` (per-epoch losses and validation scores), `best_epoch_`,
+    `interrupted_` (stopped by Ctrl-C), `n_features_in_`,
+    `feature_names_in_` (the feature columns seen in fit: "0", "1", … for
+    arrays), `time_scale_` (median training gap; seconds for datetimes),
+    `preprocessing_`, `per_step_`, `n_model_inputs_`, `n_parameters_`.
+
+    A fit that fails leaves the estimator as it was; a non-finite loss
+    raises `FloatingPointError` and keeps the best finished epoch; Ctrl-C
+    keeps the best model so far with a warning. See `docs/estimators.md`.
 
     >>> import numpy as np
     >>> from s5ts import S5Regressor
@@ -78,22 +86,25 @@ class S5Regressor(RegressorMixin, S5Estimator):
     (20,)
     """
 
-    _loss_name = "mse"
+    _architecture_names = (*S5Estimator._architecture_names, "loss")
 
     @with_shared_parameters
     def __init__(self, *, loss="mse", **shared):
         super().__init__(**shared)
         self.loss = loss
 
-    def _loss_fn(self):
-        if self.loss not in REGRESSION_LOSSES:
+    def _check_task_params(self):
+        if not isinstance(self.loss, str) or self.loss not in REGRESSION_LOSSES:
             raise ValueError(f"loss must be one of {tuple(REGRESSION_LOSSES)}, got {self.loss!r}")
+
+    def _loss_fn(self):
         return REGRESSION_LOSSES[self.loss]
 
-    def _metric(self):
-        return squared_error
+    def _metric(self, scaling):
+        # Model selection compares MSE in the targets' own units.
+        return SquaredErrorInUnits(jnp.asarray(scaling.std, jnp.float32))
 
-    def _encode_targets(self, y, panel, *, first_fit, classes=None):
+    def _encode_targets(self, y, panel, *, state=None, classes=None):
         targets = to_targets(y, panel, numeric=True)
         per_step = targets.kind == "per_step"
         items = [np.asarray(v, np.float64) for v in targets.values] if per_step else None
@@ -101,16 +112,15 @@ class S5Regressor(RegressorMixin, S5Estimator):
             stacked = np.concatenate([v.reshape(len(v), -1) for v in items])
         else:
             stacked = np.asarray(targets.values, np.float64).reshape(panel.n_series, -1)
-        if first_fit:
+        if state is None:
             std = stacked.std(axis=0)
             scaling = TargetScaling(stacked.mean(axis=0), np.where(std > 0, std, 1.0), targets.is_1d)
         else:
-            scaling = self._target_scaling
-            if per_step != self.per_step_ or stacked.shape[1] != len(scaling.mean):
+            scaling = state
+            if stacked.shape[1] != len(scaling.mean):
                 raise ValueError(
-                    f"y has {stacked.shape[1]} {'per-step' if per_step else 'per-series'} targets; "
-                    f"the model was fitted on {len(scaling.mean)} "
-                    f"{'per-step' if self.per_step_ else 'per-series'} targets"
+                    f"y has {stacked.shape[1]} targets per {'step' if per_step else 'series'}; "
+                    f"the model has {len(scaling.mean)}"
                 )
 
         def scale(values):
@@ -124,6 +134,9 @@ class S5Regressor(RegressorMixin, S5Estimator):
 
     def _set_target_state(self, scaling):
         self._target_scaling = scaling
+
+    def _target_state(self):
+        return self._target_scaling
 
     def _n_outputs(self, scaling):
         return len(scaling.mean)
@@ -144,8 +157,13 @@ class S5Regressor(RegressorMixin, S5Estimator):
 
     def partial_fit(self, X, y, *, times=None):
         """One epoch over (X, y), continuing from the current model (no
-        validation split; the optimiser state is kept between calls)."""
-        return self._fit(X, y, times, epochs=1, continue_training=True, partial=True)
+        validation split; the optimiser state is kept between calls; the
+        learning rate warms up over the first `warmup_epochs` calls, then
+        stays at `learning_rate`).
+
+        **Returns:** `self`.
+        """
+        return self._fit(X, y, times, partial=True)
 
     def predict(self, X, *, times=None, return_std=False):
         """Predicted means: (n,) / (n, k) per series, or a list of (L_i,) /
@@ -155,7 +173,12 @@ class S5Regressor(RegressorMixin, S5Estimator):
         check_is_fitted(self, "model_")
         if return_std and self.loss != "gaussian_nll":
             raise ValueError("return_std=True needs a Gaussian head: fit with loss='gaussian_nll'")
-        _, outputs = self._predict_outputs(X, times)
+        panel = self._panel(X, times, fitted=True)
+        means, stds = self._unscaled(self._predict_panel(panel))
+        return (means, stds) if return_std else means
+
+    def _unscaled(self, outputs):
+        """Network outputs → (means, stds) in the targets' units and layout."""
         s = self._target_scaling
 
         def unscale(item):
@@ -173,21 +196,24 @@ class S5Regressor(RegressorMixin, S5Estimator):
         if not self.per_step_:
             means = np.stack(means)
             stds = None if stds[0] is None else np.stack(stds)
-        return (means, stds) if return_std else means
+        return means, stds
 
     def score(self, X, y, sample_weight=None, *, times=None):
-        """R² of the predictions (over all observations for per-step models)."""
-        prediction = self.predict(X, times=times)
+        """R² of the predictions. `y` is aligned with X as in `fit`; for
+        per-step models R² is over all observations (a series' weight in
+        `sample_weight` applies to each of its steps)."""
+        check_is_fitted(self, "model_")
+        panel = self._panel(X, times, fitted=True)
+        kind = "per_step" if self.per_step_ else "sequence"
+        truth = to_targets(y, panel, numeric=True, kind=kind).values
+        prediction, _ = self._unscaled(self._predict_panel(panel))
         if self.per_step_:
-            panel = self._panel(X, times, fitted=True)
-            truth = to_targets(y, panel, numeric=True, kind="per_step").values
-            return r2_score(np.concatenate(truth), np.concatenate(prediction))
-        return r2_score(y, prediction, sample_weight=sample_weight)
+            if sample_weight is not None:
+                sample_weight = np.repeat(np.asarray(sample_weight, np.float64), panel.lengths)
+            truth, prediction = np.concatenate(truth), np.concatenate(prediction)
+        return r2_score(truth, prediction, sample_weight=sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.three_d_array = True
         tags.target_tags.multi_output = True
-        tags.non_deterministic = False
         return tags

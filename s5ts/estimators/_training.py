@@ -1,8 +1,9 @@
 """The training loop shared by every s5ts estimator.
 
 Model-ready data is a `Sequences` (one entry per series); batches group
-series of one length bucket and are padded to a fixed number of rows, so a
-fit compiles one training step per bucket (about log2(max/min) + 2 shapes).
+series of one length bucket and are padded to a fixed number of rows (the
+batch size, or the next power of two for smaller data sets), so a fit
+compiles one training step per bucket (about log2(max/min) + 2 shapes).
 
 Optimiser: gradient clipping, then AdamW for ordinary parameters and Adam
 without weight decay for the SSM parameters (Λ, B̃, log Δ), each with its own
@@ -77,8 +78,13 @@ class Sequences:
 
 def padded_batch(data: Sequences, indices: np.ndarray, rows: int) -> dict[str, np.ndarray]:
     """Pad the series at `indices` into one batch of `rows` rows and a
-    bucket length (padded steps: value 0, gap 0, mask False)."""
-    length = bucket_length(int(max(len(data.gaps[i]) for i in indices)))
+    bucket length (padded steps: value 0, gap 0, mask False).
+
+    The bucket is capped at the longest series of `data`: data sets of one
+    length (the pendulum's 50 steps) then pay for no padding at all, and the
+    number of compiled shapes grows by one at most."""
+    longest = int(data.lengths.max())
+    length = min(bucket_length(int(max(len(data.gaps[i]) for i in indices))), longest)
     u, mask = pad_batch([data.inputs[i] for i in indices], length, batch_size=rows)
     gaps, _ = pad_batch([data.gaps[i] for i in indices], length, batch_size=rows)
     batch = {"u": u, "gaps": gaps, "mask": mask}
@@ -94,6 +100,13 @@ def padded_batch(data: Sequences, indices: np.ndarray, rows: int) -> dict[str, n
             batch["y"] = np.concatenate([y, pad])
             batch["weights"] = np.arange(rows) < len(indices)
     return batch
+
+
+def batch_rows(n: int, batch_size: int) -> int:
+    """Rows of every padded batch for `n` series: `batch_size`, or the next
+    power of two ≥ n when that is smaller, so data sets of different sizes
+    (cross-validation folds, prediction sets) share a few compiled shapes."""
+    return min(int(batch_size), 1 << max(int(n) - 1, 0).bit_length())
 
 
 def iterate_batches(
@@ -127,10 +140,13 @@ def make_optimizer(weight_decay: float, grad_clip: float | None) -> optax.Gradie
     return optax.chain(*parts)
 
 
-def learning_rate_at(step: int, total_steps: int, warmup_steps: int, peak: float) -> float:
-    """Linear warm-up from 0, then cosine decay to 0."""
+def learning_rate_at(step: int, total_steps: int | None, warmup_steps: int, peak: float) -> float:
+    """Linear warm-up from 0, then cosine decay to 0 at `total_steps` (or a
+    constant `peak` when `total_steps` is None)."""
     if warmup_steps and step < warmup_steps:
         return peak * (step + 1) / warmup_steps
+    if total_steps is None:
+        return peak
     span = max(total_steps - warmup_steps, 1)
     progress = min(max(step - warmup_steps, 0) / span, 1.0)
     return peak * 0.5 * (1.0 + math.cos(math.pi * progress))
@@ -178,19 +194,20 @@ def predict_batch(model, batch):
     return _batched_outputs(model, batch, None, inference=True)
 
 
-def evaluate(model, data: Sequences, rows: int, metric_fn) -> float:
+def evaluate(model, data: Sequences, batch_size: int, metric_fn) -> float:
+    """The mean of `metric_fn` over every real element of `data`."""
     total, count = 0.0, 0.0
-    for _, batch in iterate_batches(data, rows, shuffle=False):
+    for _, batch in iterate_batches(data, batch_rows(len(data), batch_size), shuffle=False):
         s, c = evaluate_batch(model, batch, metric_fn)
         total += float(s)
         count += float(c)
     return total / max(count, 1.0)
 
 
-def predict_outputs(model, data: Sequences, rows: int) -> list:
+def predict_outputs(model, data: Sequences, batch_size: int) -> list:
     """Network outputs per series, in input order (numpy; per step: trimmed to L_i)."""
     results: list = [None] * len(data)
-    for indices, batch in iterate_batches(data, rows, shuffle=False):
+    for indices, batch in iterate_batches(data, batch_rows(len(data), batch_size), shuffle=False):
         outputs = jax.tree.map(np.asarray, predict_batch(model, batch))
         for row, i in enumerate(indices):
             item = jax.tree.map(lambda o: o[row], outputs)
@@ -226,10 +243,22 @@ class TrainingState:
 
 @dataclasses.dataclass
 class TrainingResult:
-    model: Any  # the best (or last) model
-    state: TrainingState  # to continue from
+    model: Any  # the best model (what the estimator predicts with)
+    state: TrainingState  # the end of the last finished epoch, to continue from
     best_epoch: int
     interrupted: bool = False
+
+
+class NonFiniteLossError(FloatingPointError):
+    """The training loss became NaN or infinite.
+
+    `result` is the `TrainingResult` as it stood after the last epoch with a
+    finite loss, or None when no epoch of this call finished.
+    """
+
+    def __init__(self, message: str, result: TrainingResult | None):
+        super().__init__(message)
+        self.result = result
 
 
 def train(
@@ -243,31 +272,49 @@ def train(
     rng: np.random.Generator,
     key: jax.Array,
     epochs: int | None = None,
-    total_epochs: int | None = None,
+    schedule: str = "cosine",
 ) -> TrainingResult:
     """Train for `epochs` (default `config.max_epochs`) with early stopping on
     `metric_fn` over `valid_data` (or the training loss when there is none).
 
-    Keeps the best model. A non-finite loss raises `FloatingPointError`
-    carrying the last good model (`error.last_good`); Ctrl-C stops early
-    with a warning and keeps the best model so far (it re-raises when no
-    epoch has finished).
+    **Arguments:**
+
+    - `state`: where to start (a fresh model, or a previous call's
+      `TrainingResult.state`). It is not modified.
+    - `schedule`: `"cosine"`: warm-up then cosine decay over this call's
+      epochs (a `fit`, also a warm-started one); `"constant"`: warm-up over
+      the first steps ever taken, then the peak rate (`partial_fit`, whose
+      calls have no known end).
+
+    **Returns:** a `TrainingResult` with the best model.
+
+    **Raises:** `NonFiniteLossError` (a `FloatingPointError`) when an epoch's
+    loss is not finite, carrying the result up to the last good epoch.
+    Ctrl-C (`KeyboardInterrupt`) after at least one finished epoch stops
+    with a warning and returns the best model so far; before that it
+    propagates.
     """
+    if schedule not in ("cosine", "constant"):
+        raise ValueError(f"schedule must be 'cosine' or 'constant', got {schedule!r}")
     epochs = config.max_epochs if epochs is None else epochs
-    total_epochs = config.max_epochs if total_epochs is None else total_epochs
-    rows = min(config.batch_size, len(train_data))
+    rows = batch_rows(len(train_data), config.batch_size)
     steps_per_epoch = len(make_batches(train_data.lengths, rows, shuffle=False))
-    total_steps = total_epochs * steps_per_epoch
     warmup_steps = config.warmup_epochs * steps_per_epoch
     ssm_rate = config.ssm_learning_rate if config.ssm_learning_rate is not None else config.learning_rate
     optimizer = make_optimizer(float(config.weight_decay), config.grad_clip)
 
+    first_step = state.step
     model, opt_state, step = state.model, state.opt_state, state.step
     history = list(state.history)
-    best = (math.inf, model, len(history) - 1)
+    # `good` is the state after the last epoch that finished with a finite
+    # loss: what a NaN or a Ctrl-C falls back to.
+    good = TrainingState(model=model, opt_state=opt_state, step=step, history=list(history))
+    best_score, best_model, best_epoch = math.inf, model, len(history) - 1
     since_best = 0
-    last_good = model
-    interrupted = False
+
+    def result(interrupted=False):
+        return TrainingResult(model=best_model, state=good, best_epoch=best_epoch, interrupted=interrupted)
+
     progress = _progress(epochs, config.verbose)
     try:
         for _ in range(epochs):
@@ -276,35 +323,36 @@ def train(
             losses = []
             for _, batch in iterate_batches(train_data, rows, shuffle=True, rng=rng):
                 key, step_key = jax.random.split(key)
-                scale = learning_rate_at(step, total_steps, warmup_steps, 1.0)
+                if schedule == "cosine":
+                    scale = learning_rate_at(step - first_step, epochs * steps_per_epoch, warmup_steps, 1.0)
+                else:
+                    scale = learning_rate_at(step, None, warmup_steps, 1.0)
                 rates = {
                     "regular": jnp.float32(config.learning_rate * scale),
                     "ssm": jnp.float32(ssm_rate * scale),
                 }
-                new_model, new_opt_state, loss = train_step(
-                    model, opt_state, batch, rates, step_key, optimizer, loss_fn
-                )
+                model, opt_state, loss = train_step(model, opt_state, batch, rates, step_key, optimizer, loss_fn)
+                step += 1
                 losses.append(loss)
-                model, opt_state, step = new_model, new_opt_state, step + 1
             train_loss = float(np.mean(jax.device_get(losses)))
-            record = {"epoch": epoch, "train_loss": train_loss}
             if not math.isfinite(train_loss):
-                error = FloatingPointError(
+                finished = len(history) > len(state.history)
+                raise NonFiniteLossError(
                     f"the training loss became {train_loss} in epoch {epoch}; training stopped. "
-                    "Try a smaller learning_rate or check the inputs' scale."
+                    "Try a smaller learning_rate or check the inputs' scale.",
+                    result() if finished else None,
                 )
-                error.last_good = last_good
-                raise error
+            record = {"epoch": epoch, "train_loss": train_loss, "train_seconds": time.perf_counter() - started}
             if valid_data is not None and len(valid_data):
-                score = evaluate(model, valid_data, min(config.batch_size, len(valid_data)), metric_fn)
+                score = evaluate(model, valid_data, config.batch_size, metric_fn)
                 record["valid_score"] = score
             else:
                 score = train_loss
             record["seconds"] = time.perf_counter() - started
             history.append(record)
-            last_good = model
-            if score < best[0]:
-                best, since_best = (score, model, epoch), 0
+            good = TrainingState(model=model, opt_state=opt_state, step=step, history=list(history))
+            if score < best_score:
+                best_score, best_model, best_epoch, since_best = score, model, epoch, 0
             else:
                 since_best += 1
             progress.update(1)
@@ -312,19 +360,18 @@ def train(
             if config.n_iter_no_change and since_best >= config.n_iter_no_change:
                 break
     except KeyboardInterrupt:
-        if not history or best[0] == math.inf:
+        if len(history) == len(state.history):
             raise
-        interrupted = True
         warnings.warn(
-            f"fit interrupted after {len(history)} epochs; keeping the best model so far "
-            f"(epoch {best[2]}).",
+            f"fit interrupted after {len(history) - len(state.history)} epochs; keeping the best "
+            f"model so far (epoch {best_epoch}).",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
+        return result(interrupted=True)
     finally:
         progress.close()
-    final_state = TrainingState(model=model, opt_state=opt_state, step=step, history=history)
-    return TrainingResult(model=best[1], state=final_state, best_epoch=best[2], interrupted=interrupted)
+    return result()
 
 
 def _progress(epochs: int, verbose: bool):

@@ -1,0 +1,40 @@
+"""CRURegressor through the shared estimator interface (tabular inputs, so
+no CNN: fast)."""
+
+import numpy as np
+import pytest
+
+from s5ts.baselines import CRURegressor
+
+
+def make_data(n=12, seed=0):
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        L = int(rng.integers(4, 10))
+        t = np.cumsum(rng.exponential(1.0, L))
+        X.append(np.stack([np.sin(t), np.cos(t)], axis=1))
+        y.append(np.sin(t + 0.5)[:, None])
+    times = [np.cumsum(np.ones(len(x))) for x in X]
+    return X, y, times
+
+
+def test_fit_predict_std_and_warm_start():
+    X, y, times = make_data()
+    model = CRURegressor(encoder="identity", max_epochs=2, batch_size=4, validation_fraction=0.0, random_state=0)
+    model.fit(X, y, times=times)
+    mean, std = model.predict(X[:3], times=times[:3], return_std=True)
+    assert [m.shape for m in mean] == [(len(x), 1) for x in X[:3]]
+    assert all(np.all(s > 0) and np.all(np.isfinite(s)) for s in std)
+    assert len(model.history_) == 2
+    model.set_params(warm_start=True).fit(X, y, times=times)
+    assert len(model.history_) == 4
+    model.set_params(hidden_size=7)
+    with pytest.raises(ValueError, match="hidden_size"):
+        model.fit(X, y, times=times)
+
+
+def test_needs_per_step_targets():
+    X, _, times = make_data()
+    with pytest.raises(ValueError, match="per observation"):
+        CRURegressor(encoder="identity", max_epochs=1).fit(X, np.zeros(len(X)), times=times)
