@@ -1,0 +1,70 @@
+"""What the sktime panel adapters share: the s5ts parameters they expose,
+their capability tags and fast test settings."""
+
+from __future__ import annotations
+
+#: `S5Regressor` / `S5Classifier` parameters the panel adapters expose, in
+#: signature order (not exposed: `warm_start`, which sktime's `fit` reset
+#: contradicts, and `scan`, an implementation detail).
+PANEL_PARAMETERS = (
+    "n_layers",
+    "d_model",
+    "state_size",
+    "blocks",
+    "discretization",
+    "bidirectional",
+    "activation",
+    "prenorm",
+    "dt_min",
+    "dt_max",
+    "dropout",
+    "encoder",
+    "pooling",
+    "time_handling",
+    "first_gap",
+    "standardize",
+    "max_epochs",
+    "batch_size",
+    "learning_rate",
+    "ssm_learning_rate",
+    "weight_decay",
+    "warmup_epochs",
+    "grad_clip",
+    "validation_fraction",
+    "n_iter_no_change",
+    "random_state",
+    "verbose",
+)
+
+#: sktime tags true of both panel adapters. s5ts reads any pd-multiindex
+#: panel directly: every series keeps its own (irregular) time stamps, so
+#: unequal length and unequal spacing need no resampling (sktime has no tag
+#: for unequal spacing; its `capability:unequal_length` is the closest).
+PANEL_TAGS = {
+    "authors": ["s5ts developers"],
+    "maintainers": ["s5ts developers"],
+    "X_inner_mtype": "pd-multiindex",
+    "y_inner_mtype": "numpy1D",
+    "capability:multivariate": True,
+    "capability:unequal_length": True,
+    "capability:missing_values": True,
+    "capability:categorical_in_X": False,
+    "capability:random_state": True,
+    "property:randomness": "derandomized",
+}
+
+#: A tiny network and two epochs: sktime's checks fit dozens of times.
+FAST_PARAMETERS = {
+    "n_layers": 1,
+    "d_model": 4,
+    "state_size": 2,
+    "max_epochs": 2,
+    "batch_size": 8,
+    "validation_fraction": 0.0,
+    "random_state": 0,
+}
+
+
+def inner_parameters(adapter) -> dict:
+    """The adapter's s5ts parameters, for the wrapped scikit-learn estimator."""
+    return {name: getattr(adapter, name) for name in PANEL_PARAMETERS}

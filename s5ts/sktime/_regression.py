@@ -1,0 +1,138 @@
+"""S5TimeSeriesRegressor: `s5ts.S5Regressor` as an sktime regressor."""
+
+from __future__ import annotations
+
+import numpy as np
+from sktime.regression.base import BaseRegressor
+
+from ..estimators import S5Regressor
+from ._common import FAST_PARAMETERS, PANEL_TAGS, inner_parameters
+
+
+class S5TimeSeriesRegressor(BaseRegressor):
+    r"""S5 regression of irregularly sampled, unequal-length series (sktime API).
+
+    A thin sktime wrapper of `s5ts.S5Regressor`: `fit(X, y)` trains one S5
+    network on a panel and `predict(X)` returns one value per series. Each
+    series keeps its own time stamps; the gap before each observation (in
+    units of the median gap seen in `fit`) is that step's discretisation
+    interval, $\bar\Lambda_k = e^{\Lambda\Delta g_k}$. So series may have
+    different lengths and irregular, series-specific spacing, several
+    variables, and NaN for a variable not observed at a time (the network
+    then also sees which variables were observed; NaN first met in `predict`
+    raises, as in `S5Regressor`).
+
+    **Inputs:** any sktime Panel mtype; internally a `pd-multiindex` frame
+    (instance, time) whose time level is integer, datetime, timedelta or
+    period. `y`: one number per series.
+
+    **Parameters:** those of `s5ts.S5Regressor` (see its docstring):
+    architecture (`n_layers`, `d_model`, `state_size`, `blocks`,
+    `discretization`, `bidirectional`, `activation`, `prenorm`, `dt_min`,
+    `dt_max`, `dropout`, `encoder`, `pooling`), time (`time_handling` =
+    "gaps" | "drop" | "append", `first_gap`), training (`loss` = "mse" |
+    "gaussian_nll", `standardize`, `max_epochs`, `batch_size`,
+    `learning_rate`, `ssm_learning_rate`, `weight_decay`, `warmup_epochs`,
+    `grad_clip`, `validation_fraction`, `n_iter_no_change`), `random_state`,
+    `verbose`.
+
+    **Fitted attributes:** `estimator_`, the fitted `S5Regressor` (its
+    `history_`, `model_`, `time_scale_`, ...).
+
+    >>> import numpy as np, pandas as pd
+    >>> from s5ts.sktime import S5TimeSeriesRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> start = pd.Timestamp("2024-01-01")
+    >>> frames = []
+    >>> for i in range(12):  # 12 series, 5-14 observations at random times
+    ...     hours = np.sort(rng.uniform(0, 48, rng.integers(5, 15)))
+    ...     index = pd.MultiIndex.from_product(
+    ...         [[i], start + pd.to_timedelta(hours, unit="h")], names=["series", "time"]
+    ...     )
+    ...     frames.append(pd.DataFrame({"x": np.sin(hours / 8)}, index=index))
+    >>> X = pd.concat(frames)
+    >>> y = X.groupby(level=0)["x"].last().to_numpy()
+    >>> reg = S5TimeSeriesRegressor(n_layers=1, d_model=8, state_size=4, max_epochs=2, random_state=0)
+    >>> reg.fit(X, y).predict(X).shape
+    (12,)
+    """
+
+    _tags = dict(PANEL_TAGS)
+
+    def __init__(
+        self,
+        n_layers=2,
+        d_model=32,
+        state_size=16,
+        blocks=1,
+        discretization="zoh",
+        bidirectional=False,
+        activation="half_glu",
+        prenorm=False,
+        dt_min=0.001,
+        dt_max=0.1,
+        dropout=0.0,
+        encoder="identity",
+        pooling="mean",
+        time_handling="gaps",
+        first_gap=1.0,
+        standardize=True,
+        max_epochs=100,
+        batch_size=32,
+        learning_rate=1e-3,
+        ssm_learning_rate=None,
+        weight_decay=0.0,
+        warmup_epochs=1,
+        grad_clip=1.0,
+        validation_fraction=0.1,
+        n_iter_no_change=10,
+        random_state=None,
+        verbose=False,
+        loss="mse",
+    ):
+        self.n_layers = n_layers
+        self.d_model = d_model
+        self.state_size = state_size
+        self.blocks = blocks
+        self.discretization = discretization
+        self.bidirectional = bidirectional
+        self.activation = activation
+        self.prenorm = prenorm
+        self.dt_min = dt_min
+        self.dt_max = dt_max
+        self.dropout = dropout
+        self.encoder = encoder
+        self.pooling = pooling
+        self.time_handling = time_handling
+        self.first_gap = first_gap
+        self.standardize = standardize
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.ssm_learning_rate = ssm_learning_rate
+        self.weight_decay = weight_decay
+        self.warmup_epochs = warmup_epochs
+        self.grad_clip = grad_clip
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
+        self.verbose = verbose
+        self.loss = loss
+        super().__init__()
+
+    def _fit(self, X, y):
+        """`X`: pd-multiindex panel; `y`: (n,) targets in X's instance order."""
+        self.estimator_ = S5Regressor(loss=self.loss, **inner_parameters(self)).fit(X, y)
+        return self
+
+    def _predict(self, X) -> np.ndarray:
+        """(n,) predictions, in X's instance order."""
+        return np.asarray(self.estimator_.predict(X), dtype=np.float64)
+
+    @classmethod
+    def get_test_params(cls, parameter_set="default"):
+        """Two tiny, fast settings: plain S5 and S5-append with a Gaussian head."""
+        return [
+            dict(FAST_PARAMETERS),
+            dict(FAST_PARAMETERS, time_handling="append", pooling="last", loss="gaussian_nll"),
+        ]
