@@ -127,9 +127,9 @@ def test_inputs_in_other_formats_give_the_same_predictions(reg, data):
     np.testing.assert_allclose(reg.predict(multi), full, rtol=1e-6)
     as_ns = [f.set_axis(f.index.as_unit("ns")) for f in X]
     as_us = [f.set_axis(f.index.as_unit("us")) for f in X]
-    np.testing.assert_array_equal(reg.predict(as_ns), reg.predict(as_us))
+    np.testing.assert_allclose(reg.predict(as_ns), reg.predict(as_us), rtol=1e-6)
     reordered = [f[["b", "a"]] for f in X]  # same names, other order: reordered, not rejected
-    np.testing.assert_array_equal(reg.predict(reordered), full)
+    np.testing.assert_allclose(reg.predict(reordered), full, rtol=1e-6)
 
 
 def test_score_aligns_pandas_targets_by_series_id(reg, data):

@@ -27,8 +27,8 @@ from ..nn import (
     ENCODERS,
     POOLINGS,
     SCAN_METHODS,
-    S5Block,
     SequenceNetwork,
+    make_blocks,
     make_encoder,
 )
 from ._training import (
@@ -39,6 +39,7 @@ from ._training import (
     TrainingState,
     init_optimizer_state,
     predict_outputs,
+    split_validation,
     train,
 )
 
@@ -330,24 +331,12 @@ class S5Estimator(BaseEstimator):
             raise ValueError(
                 f"encoder='pendulum_cnn' needs 576 features per step (24x24 pixels), got {n_inputs}"
             )
-        k_enc, k_proj, k_head, *k_blocks = jax.random.split(key, 3 + self.n_layers)
-        blocks = [
-            S5Block(
-                self.d_model,
-                self.state_size,
-                self.blocks,
-                self.discretization,
-                self.bidirectional,
-                self.scan,
-                self.dt_min,
-                self.dt_max,
-                self.activation,
-                self.dropout,
-                self.prenorm,
-                key=k,
-            )
-            for k in k_blocks
-        ]
+        k_enc, k_proj, k_head, k_blocks = jax.random.split(key, 4)
+        blocks = make_blocks(
+            self.n_layers, self.d_model, self.state_size, self.blocks, self.discretization,
+            self.bidirectional, self.scan, self.dt_min, self.dt_max, self.activation,
+            self.dropout, self.prenorm, key=k_blocks,
+        )
         return SequenceNetwork(
             make_encoder(self.encoder, n_inputs, key=k_enc),
             blocks,
@@ -358,17 +347,7 @@ class S5Estimator(BaseEstimator):
         )
 
     def _config(self) -> TrainingConfig:
-        return TrainingConfig(
-            max_epochs=self.max_epochs,
-            batch_size=self.batch_size,
-            learning_rate=self.learning_rate,
-            ssm_learning_rate=self.ssm_learning_rate,
-            weight_decay=self.weight_decay,
-            warmup_epochs=self.warmup_epochs,
-            grad_clip=self.grad_clip,
-            n_iter_no_change=self.n_iter_no_change,
-            verbose=self.verbose,
-        )
+        return TrainingConfig.from_estimator(self)
 
     # ----- fitting -----
     def _fit(self, X, y, times, *, partial=False, classes=None, validation_data=None):
@@ -464,12 +443,9 @@ class S5Estimator(BaseEstimator):
         return self._sequences(panel, prep, targets, per_step)
 
     def _split(self, data: Sequences, rng, partial):
-        n = len(data)
-        n_valid = int(math.floor(self.validation_fraction * n))
-        if partial or self.validation_fraction == 0 or n_valid < 1 or n - n_valid < 1:
+        if partial:
             return data, None
-        order = rng.permutation(n)
-        return data.subset(np.sort(order[n_valid:])), data.subset(np.sort(order[:n_valid]))
+        return split_validation(data, self.validation_fraction, rng)
 
     def _commit(self, prep, per_step, target_state, result: TrainingResult, rng, n_inputs):
         """Assign every fitted attribute (only ever assigned, never deleted)."""

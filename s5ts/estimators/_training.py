@@ -76,6 +76,17 @@ class Sequences:
         )
 
 
+def split_validation(data: Sequences, fraction: float, rng: np.random.Generator):
+    """(train, valid) with `floor(fraction * n)` random series held out, or
+    (data, None) when that leaves either side empty."""
+    n = len(data)
+    n_valid = int(math.floor(fraction * n))
+    if n_valid < 1 or n - n_valid < 1:
+        return data, None
+    order = rng.permutation(n)
+    return data.subset(np.sort(order[n_valid:])), data.subset(np.sort(order[:n_valid]))
+
+
 def padded_batch(data: Sequences, indices: np.ndarray, rows: int) -> dict[str, np.ndarray]:
     """Pad the series at `indices` into one batch of `rows` rows and a
     bucket length (padded steps: value 0, gap 0, mask False).
@@ -229,6 +240,11 @@ class TrainingConfig:
     grad_clip: float | None = 1.0
     n_iter_no_change: int | None = 10
     verbose: bool = False
+
+    @classmethod
+    def from_estimator(cls, estimator) -> "TrainingConfig":
+        """The settings of an estimator with attributes of the same names."""
+        return cls(**{field.name: getattr(estimator, field.name) for field in dataclasses.fields(cls)})
 
 
 @dataclasses.dataclass

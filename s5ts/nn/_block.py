@@ -139,3 +139,29 @@ class S5Block(eqx.Module):
         if not self.prenorm:
             x_k = self.norm(x_k)
         return state, x_k
+
+
+def make_blocks(
+    n_layers: int,
+    d_model: int,
+    state_size: int,
+    blocks: int = 1,
+    discretization: str = "zoh",
+    bidirectional: bool = False,
+    scan: str = "auto",
+    dt_min: float = 0.001,
+    dt_max: float = 0.1,
+    activation: str = "half_glu",
+    dropout: float = 0.0,
+    prenorm: bool = False,
+    *,
+    key: PRNGKeyArray,
+) -> list[S5Block]:
+    """`n_layers` identically configured `S5Block`s with independent keys."""
+    return [
+        S5Block(
+            d_model, state_size, blocks, discretization, bidirectional, scan, dt_min, dt_max,
+            activation, dropout, prenorm, key=k,
+        )
+        for k in jax.random.split(key, n_layers)
+    ]

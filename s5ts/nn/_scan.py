@@ -27,7 +27,7 @@ SCAN_METHODS = ("auto", "associative", "sequential")
 
 # Unrolling a few steps of the sequential loop amortises XLA's per-iteration
 # overhead on CPU; measured in benchmarks/scan_speed.py.
-_SEQUENTIAL_UNROLL = 8
+_SEQUENTIAL_UNROLL = 1
 
 
 def _combine(left, right):

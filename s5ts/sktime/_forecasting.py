@@ -21,9 +21,10 @@ from ..estimators._training import (
     TrainingConfig,
     TrainingState,
     init_optimizer_state,
+    split_validation,
     train,
 )
-from ..nn import ACTIVATIONS, DISCRETISATIONS, GaussianHead, IdentityEncoder, S5Block, SequenceNetwork
+from ..nn import ACTIVATIONS, DISCRETISATIONS, GaussianHead, IdentityEncoder, SequenceNetwork, make_blocks
 from ._forecast_steps import (
     advance,
     forecast,
@@ -241,8 +242,8 @@ class S5Forecaster(BaseForecaster):
         rng = np.random.default_rng(seed)
         n_exog = 0 if x is None else x[0].shape[1]
         network = self._build_network(n_step_inputs(stacked.shape[1], n_exog), stacked.shape[1], seed)
-        config = self._config_for_training()
-        train_data, valid_data = self._split(data, rng)
+        config = TrainingConfig.from_estimator(self)
+        train_data, valid_data = split_validation(data, self.validation_fraction, rng)
         result = train(
             TrainingState(model=network, opt_state=init_optimizer_state(network, config)),
             train_data,
@@ -288,47 +289,15 @@ class S5Forecaster(BaseForecaster):
             raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
 
     def _build_network(self, n_inputs: int, n_outputs: int, seed: int) -> SequenceNetwork:
-        k_proj, k_head, *k_blocks = jax.random.split(jax.random.key(seed), 2 + self.n_layers)
-        blocks = [
-            S5Block(
-                self.d_model,
-                self.state_size,
-                self.blocks,
-                self.discretization,
-                False,  # causal: no reverse pass
-                "auto",
-                self.dt_min,
-                self.dt_max,
-                self.activation,
-                self.dropout,
-                self.prenorm,
-                key=k,
-            )
-            for k in k_blocks
-        ]
+        k_proj, k_head, k_blocks = jax.random.split(jax.random.key(seed), 3)
+        blocks = make_blocks(
+            self.n_layers, self.d_model, self.state_size, self.blocks, self.discretization,
+            False,  # causal: no reverse pass
+            "auto", self.dt_min, self.dt_max, self.activation, self.dropout, self.prenorm,
+            key=k_blocks,
+        )
         head = GaussianHead(self.d_model, n_outputs, self.d_model, key=k_head)
         return SequenceNetwork(IdentityEncoder(n_inputs), blocks, head, pooling="none", key=k_proj)
-
-    def _config_for_training(self) -> TrainingConfig:
-        return TrainingConfig(
-            max_epochs=self.max_epochs,
-            batch_size=self.batch_size,
-            learning_rate=self.learning_rate,
-            ssm_learning_rate=self.ssm_learning_rate,
-            weight_decay=self.weight_decay,
-            warmup_epochs=self.warmup_epochs,
-            grad_clip=self.grad_clip,
-            n_iter_no_change=self.n_iter_no_change,
-            verbose=self.verbose,
-        )
-
-    def _split(self, data: Sequences, rng):
-        n = len(data)
-        n_valid = int(math.floor(self.validation_fraction * n))
-        if n_valid < 1 or n - n_valid < 1:
-            return data, None
-        order = rng.permutation(n)
-        return data.subset(np.sort(order[n_valid:])), data.subset(np.sort(order[:n_valid]))
 
     # ------------------------------------------------------------------
     # encoding
