@@ -25,8 +25,8 @@ from jaxtyping import Array, Inexact
 ScanMethod = Literal["auto", "associative", "sequential"]
 SCAN_METHODS = ("auto", "associative", "sequential")
 
-# Unrolling a few steps of the sequential loop amortises XLA's per-iteration
-# overhead on CPU; measured in benchmarks/scan_speed.py.
+# Unrolling the sequential loop did not pay on CPU: 2 was within noise of 1
+# and 8 the slowest at every size (benchmarks/scan_speed.py --unroll-sweep).
 _SEQUENTIAL_UNROLL = 1
 
 

@@ -1,0 +1,119 @@
+"""Pendulum training speed on this machine, measured side by side in one run.
+
+1. One S5 training step (the paper's model, batch 32, 50 frames) against the
+   official code's 0.65 s per step on this kind of 2-core CPU (spec:
+   paper-results.md; the official code is not run here).
+2. A training epoch of S5 against one of CRU on the same sequences (each
+   after one warm-up epoch that compiles).
+3. The per-frame CNN's forward+backward: patch-matrix convolution (what
+   PendulumCNN does) against XLA's convolution on the same parameters.
+
+    python3 benchmarks/pendulum_speed.py            # 256 sequences
+    python3 benchmarks/pendulum_speed.py --quick    # 64 sequences
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import _timing  # noqa: F401  (puts the repository on sys.path)
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from _timing import print_header, print_table, seconds, time_interleaved
+
+from s5ts.data import to_panel
+from s5ts.datasets import load_pendulum
+from s5ts.estimators._training import make_optimizer, padded_batch, train_step
+from s5ts.experiments.pendulum import PRESETS, make_model
+
+OFFICIAL_STEP_SECONDS = 0.65  # paper-results.md: official S5 code, batch 32, this kind of CPU
+
+
+def _step_call(estimator, panel, y, rows):
+    """The compiled training step of a fitted estimator and one real batch."""
+    data = estimator._sequences(panel, estimator.preprocessing_, *estimator._encode_targets(y, panel, state=estimator._target_state())[:2])
+    batch = padded_batch(data, np.arange(rows), rows)
+    state = estimator._training_state_
+    optimizer = make_optimizer(float(estimator.weight_decay), estimator.grad_clip)
+    rates = {"regular": jnp.float32(1e-3), "ssm": jnp.float32(1e-3)}
+    loss_fn = estimator._loss_fn()
+    key = jax.random.key(0)
+
+    def step():
+        return train_step(state.model, state.opt_state, batch, rates, key, optimizer, loss_fn)[2]
+
+    return step
+
+
+def _xla_conv_cnn(cnn, frames):
+    """The same CNN through XLA's convolution (eqx.nn.Conv2d, NCHW)."""
+
+    def one(x):
+        h = x.reshape(1, 24, 24)
+        h = jax.nn.relu(cnn.conv1(h))
+        h = h.reshape(12, 12, 2, 12, 2).max(axis=(2, 4))
+        h = jax.nn.relu(cnn.conv2(h))
+        h = h.reshape(12, 3, 2, 3, 2).max(axis=(2, 4))
+        return jax.nn.relu(cnn.linear(h.reshape(-1)))
+
+    return jax.vmap(one)(frames)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="64 sequences instead of 256")
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    n = 64 if args.quick else 256
+    print_header(f"Pendulum training speed ({n} sequences of 50 frames)")
+
+    X, y = load_pendulum("train", n_sequences=n, return_X_y=True, verbose=False)
+    panel = to_panel(X)
+    preset = PRESETS["paper"]
+    s5 = make_model("S5", preset, seed=0)
+    cru = make_model("CRU", preset, seed=0)
+    epoch_seconds = {}
+    for name, model in (("S5", s5), ("CRU", cru)):
+        model.partial_fit(panel, y)  # compiles
+        started = time.perf_counter()
+        model.partial_fit(panel, y)
+        epoch_seconds[name] = time.perf_counter() - started
+
+    steps = time_interleaved(
+        {"S5 step (batch 32)": (_step_call(s5, panel, y, 32), ()), "CRU step (batch 32)": (_step_call(cru, panel, y, 32), ())},
+        repeats=args.repeats,
+    )
+    cnn = s5.model_.encoder
+    frames = jnp.asarray(np.concatenate(panel.values[:32]), jnp.float32)  # 1 600 frames
+
+    def loss(f):
+        return eqx.filter_jit(eqx.filter_grad(lambda c, x: jnp.sum(f(c, x) ** 2)))
+
+    cnn_times = time_interleaved(
+        {
+            "CNN patch matrices": (loss(lambda c, x: jax.vmap(c)(x)), (cnn, frames)),
+            "CNN XLA convolution": (loss(_xla_conv_cnn), (cnn, frames)),
+        },
+        repeats=args.repeats,
+    )
+
+    s5_step = steps["S5 step (batch 32)"].median
+    print_table(
+        ["measurement", "median", "ratio"],
+        [
+            ["S5 training step, batch 32", seconds(s5_step), f"{OFFICIAL_STEP_SECONDS / s5_step:.2f}× faster than official 0.65 s"],
+            ["CRU training step, batch 32", seconds(steps["CRU step (batch 32)"].median), f"{steps['CRU step (batch 32)'].median / s5_step:.1f}× S5's step"],
+            [f"S5 epoch ({n} seqs)", seconds(epoch_seconds["S5"]), ""],
+            [f"CRU epoch ({n} seqs)", seconds(epoch_seconds["CRU"]), f"{epoch_seconds['CRU'] / epoch_seconds['S5']:.1f}× S5's epoch"],
+            ["CNN fwd+bwd, 1600 frames: patch matrices", seconds(cnn_times["CNN patch matrices"].median), ""],
+            ["CNN fwd+bwd, 1600 frames: XLA conv", seconds(cnn_times["CNN XLA convolution"].median),
+             f"{cnn_times['CNN XLA convolution'].median / cnn_times['CNN patch matrices'].median:.2f}× patch matrices"],
+        ],
+    )
+
+
+if __name__ == "__main__":
+    main()
