@@ -27,10 +27,10 @@ def _run_python(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
 
 
-def test_import_s5ts_does_not_import_sktime():
-    result = _run_python("import sys, s5ts; print('sktime' in sys.modules)")
+def test_import_s5ts_does_not_import_sktime_or_matplotlib():
+    result = _run_python("import sys, s5ts; print('sktime' in sys.modules, 'matplotlib' in sys.modules)")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "False"
+    assert result.stdout.strip() == "False False"
 
 
 def test_missing_sktime_names_the_extra():
