@@ -11,7 +11,8 @@ exactly as `S5SSM` sees it when a batch is vmapped (`--layout LBP`: time-major
 - sequential / associative with the custom VJP (what `linear_scan` runs;
   "auto" is one of them, named in the header),
 - sequential / associative with plain autodiff through the private
-  `_sequential_scan` / `_associative_scan` (what the custom VJP replaces).
+  `_sequential_scan` (a `lax.scan` over stacked inputs) /
+  `_associative_scan` (for comparison with the custom VJPs).
 
 Forward+backward means `jax.vjp` of the scan followed by the pullback of a
 fixed random cotangent: outputs x, ā, b̄. Times are medians over interleaved

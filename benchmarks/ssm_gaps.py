@@ -8,12 +8,16 @@ respect to every parameter of the SSM and to the input u):
   (P,), from the S5SSM's own parameters and one gap, and broadcast over the
   L steps; then `linear_scan`. This is what a regular-time S5 does.
 - per-step gaps: `S5SSM(u, gaps, mask)` with irregular gaps (exponential,
-  mean 1): Λ̄_k and the weight are (L, P), and the input is projected once,
-  B̃u (L, P), then scaled elementwise.
+  mean 1). The input is projected once, B̃u (L, P); with the sequential scan
+  Λ̄_k and the weight are computed inside the loop (`irregular_scan`, fused),
+  with the associative scan they are (L, P) arrays.
 - constant gaps through S5SSM: the same layer fed gaps that are all 1
   (for information: it pays the per-step discretisation all the same).
-- per-step, plain autodiff: S5SSM with its scan differentiated by JAX instead
-  of the custom VJP (for information).
+- per-step, unfused: the same maths with Λ̄_k and the weight materialised as
+  (L, P) arrays, then `linear_scan` (the layer's path before the fused scan,
+  and still its path with the associative scan).
+- per-step, plain autodiff: the unfused variant with its scan differentiated
+  by JAX instead of the custom VJP (for information).
 - per-step, naive (L,P,H): B̄_k = w_k ⊙ B̃ materialised as an (L, P, H) array
   and applied to u_k, as the reference variable-step code does. Compiled and
   sized always; run only if its memory fits in `--max-gib`.
@@ -61,6 +65,17 @@ def per_step(ssm: S5SSM, u, gaps):
     return y
 
 
+def unfused_per_step(ssm: S5SSM, u, gaps):
+    """Per-step gaps with Λ̄_k, w_k as (L, P) arrays, then `linear_scan`
+    (looked up on `_ssm` so that `plain_autodiff` can swap it)."""
+    mask = jnp.ones(gaps.shape, dtype=bool)
+    lam_bar, weight = ssm.discretise(gaps)
+    lam_bar = jnp.where(mask[:, None], lam_bar, 1.0)
+    b = jnp.where(mask[:, None], weight * project_in(ssm, u), 0.0)
+    x = _ssm.linear_scan(lam_bar, b, ssm.scan)
+    return project_out(ssm, x, u)
+
+
 def naive_per_step(ssm: S5SSM, u, gaps):
     """Per-step gaps the reference way: B̄_k (L, P, H) materialised."""
     lam_bar, weight = ssm.discretise(gaps)
@@ -73,8 +88,9 @@ def naive_per_step(ssm: S5SSM, u, gaps):
 
 @contextlib.contextmanager
 def plain_autodiff(method: str):
-    """Make S5SSM (while tracing inside this block) call the private scan
-    directly, so JAX differentiates through the scan's internals."""
+    """Make `_ssm.linear_scan` (while tracing inside this block) call the
+    private scan directly, so JAX differentiates through the scan's internals
+    (used with `unfused_per_step`; the fused sequential layer has its own VJP)."""
     scan = _scan._sequential_scan if method == "sequential" else _scan._associative_scan
 
     def patched(a, b, method="auto", *, reverse=False):
@@ -116,7 +132,8 @@ VARIANTS = {
     "fixed step (Lbar, w: (P,))": (fixed_step, "irregular", None),
     "per-step gaps (S5SSM)": (per_step, "irregular", None),
     "constant gaps via S5SSM": (per_step, "constant", None),
-    "per-step, plain autodiff": (per_step, "irregular", "auto"),
+    "per-step, unfused (L,P) Lbar, w": (unfused_per_step, "irregular", None),
+    "per-step, unfused, plain autodiff": (unfused_per_step, "irregular", "auto"),
     "per-step, naive (L,P,H)": (naive_per_step, "irregular", None),
 }
 

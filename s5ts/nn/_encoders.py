@@ -108,7 +108,7 @@ def _conv(conv: eqx.nn.Conv2d, h: Float[Array, "H W C"], stride: int) -> Float[A
     """`conv` (square kernel, "same"-style padding) applied channels-last."""
     out_channels, in_channels, size, _ = conv.weight.shape
     weight = conv.weight.transpose(2, 3, 1, 0).reshape(size * size * in_channels, out_channels)
-    return _patches(h, size, stride, conv.padding[0][0]) @ weight + conv.bias.reshape(-1)
+    return _patches(h, size, stride, conv.padding[0][0]) @ weight + conv.bias.reshape(1, 1, -1)
 
 
 def _max_pool2(h: Float[Array, "H W C"]) -> Float[Array, "H/2 W/2 C"]:

@@ -42,6 +42,9 @@ def _associative_scan(a: Array, b: Array) -> Array:
 
 
 def _sequential_scan(a: Array, b: Array) -> Array:
+    """The recurrence as a `lax.scan` over stacked inputs: what plain autodiff
+    should see (the reference the custom VJP is tested against)."""
+
     def step(x_prev, ab):
         a_k, b_k = ab
         x_k = a_k * x_prev + b_k
@@ -53,6 +56,56 @@ def _sequential_scan(a: Array, b: Array) -> Array:
     return x
 
 
+def _sequential_loop(a: Array, b: Array, reverse: bool = False) -> Array:
+    """The recurrence as a loop that indexes `a`, `b` in place and writes each
+    state into a preallocated output (used under the custom VJP only).
+
+    Under `jax.vmap` (batch axis first) `lax.scan` over stacked inputs makes
+    XLA transpose every array to time-major and back, which costs more than
+    the loop itself for long sequences. `reverse` runs the index from the last
+    step down instead of flipping arrays. Not for plain autodiff: the
+    transpose of indexing a closed-over array adds a full-size zero array per
+    step (quadratic in L).
+    """
+    length = a.shape[0]
+
+    def body(i, carry):
+        x_prev, out = carry
+        k = length - 1 - i if reverse else i
+        x_k = a[k] * x_prev + b[k]
+        return x_k, out.at[k].set(x_k)
+
+    init = (jnp.zeros_like(b[0]), jnp.zeros_like(b))
+    _, x = jax.lax.fori_loop(0, length, body, init, unroll=_SEQUENTIAL_UNROLL)
+    return x
+
+
+def _sequential_adjoint(a: Array, x: Array, x_bar: Array, reverse: bool) -> tuple[Array, Array]:
+    """(ā, b̄) of the sequential scan, in one loop running against time.
+
+    λ_k = x̄_k + a_{k+1} λ_{k+1} with a_{k+1} carried from the previous
+    iteration (no shifted or reversed copies of `a`), and ā_k = λ_k x_{k-1}
+    written in the same iteration (no shifted copy of `x`).
+    """
+    length = a.shape[0]
+    # The forward loop ran k = 0..L-1 (reverse: L-1..0); this one runs back.
+    first, before = (length - 1, 1) if reverse else (0, -1)
+
+    def body(i, carry):
+        lam_next, a_next, a_bar, b_bar = carry
+        k = i if reverse else length - 1 - i
+        lam_k = x_bar[k] + a_next * lam_next
+        # x_{k-1} in the forward loop's order; its first step started from 0.
+        x_prev = x[jnp.clip(k + before, 0, length - 1)]
+        x_prev = jnp.where(k == first, jnp.zeros_like(x_prev), x_prev)
+        return lam_k, a[k], a_bar.at[k].set(lam_k * x_prev), b_bar.at[k].set(lam_k)
+
+    zero = jnp.zeros_like(x_bar[0])
+    init = (zero, zero, jnp.zeros_like(x_bar), jnp.zeros_like(x_bar))
+    _, _, a_bar, b_bar = jax.lax.fori_loop(0, length, body, init, unroll=_SEQUENTIAL_UNROLL)
+    return a_bar, b_bar
+
+
 def resolve_scan_method(method: str) -> str:
     """Map "auto" to the fastest method for the default backend."""
     if method not in SCAN_METHODS:
@@ -62,28 +115,39 @@ def resolve_scan_method(method: str) -> str:
     return method
 
 
-def _forward(method: str, a: Array, b: Array) -> Array:
-    return _sequential_scan(a, b) if method == "sequential" else _associative_scan(a, b)
+def _forward(method: str, reverse: bool, a: Array, b: Array) -> Array:
+    if method == "sequential":
+        return _sequential_loop(a, b, reverse)
+    if reverse:
+        return _associative_scan(a[::-1], b[::-1])[::-1]
+    return _associative_scan(a, b)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _linear_scan(method: str, a: Array, b: Array) -> Array:
-    return _forward(method, a, b)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def _linear_scan(method: str, reverse: bool, a: Array, b: Array) -> Array:
+    return _forward(method, reverse, a, b)
 
 
-def _linear_scan_fwd(method, a, b):
-    x = _forward(method, a, b)
+def _linear_scan_fwd(method, reverse, a, b):
+    x = _forward(method, reverse, a, b)
     return x, (a, x)
 
 
-def _linear_scan_bwd(method, residuals, x_bar):
+def _linear_scan_bwd(method, reverse, residuals, x_bar):
     a, x = residuals
+    if method == "sequential":
+        return _sequential_adjoint(a, x, x_bar, reverse)
+    if reverse:
+        a, x, x_bar = a[::-1], x[::-1], x_bar[::-1]
     # λ_k = x̄_k + a_{k+1} λ_{k+1}: a forward scan over the reversed sequence
     # whose multipliers are a shifted by one step (a_L does not exist: 0).
     a_next = jnp.concatenate([a[1:], jnp.zeros_like(a[:1])], axis=0)
-    lam = _forward(method, a_next[::-1], x_bar[::-1])[::-1]
+    lam = _associative_scan(a_next[::-1], x_bar[::-1])[::-1]
     x_prev = jnp.concatenate([jnp.zeros_like(x[:1]), x[:-1]], axis=0)
-    return lam * x_prev, lam
+    a_bar, b_bar = lam * x_prev, lam
+    if reverse:
+        return a_bar[::-1], b_bar[::-1]
+    return a_bar, b_bar
 
 
 _linear_scan.defvjp(_linear_scan_fwd, _linear_scan_bwd)
@@ -125,6 +189,4 @@ def linear_scan(
     resolved = resolve_scan_method(method)
     if a.shape[0] == 0:
         return b
-    if reverse:
-        return _linear_scan(resolved, a[::-1], b[::-1])[::-1]
-    return _linear_scan(resolved, a, b)
+    return _linear_scan(resolved, reverse, a, b)

@@ -7,7 +7,8 @@ x_k = \bar\Lambda_k \odot x_{k-1} + w_k \odot \tilde B u_k,\quad
 y_k = 2\,\mathrm{Re}(\tilde C x_k) + D \odot u_k,$$
 
 with $\Lambda$ diagonal complex (P conjugate-symmetric states), so a varying
-step costs an elementwise (L, P) array and one linear scan.
+step costs elementwise work per step inside one linear scan (on CPU the
+discretisation is fused into the sequential scan: `irregular_scan`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
 
 from ._discretisation import make_discretisation
 from ._init import block_diagonal_hippo
-from ._scan import SCAN_METHODS, linear_scan
+from ._irregular_scan import irregular_scan
+from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
 
 
 def _complex_matmul(real: Array, imag: Array, x: Array) -> Array:
@@ -193,6 +195,19 @@ class S5SSM(eqx.Module):
         return y, states[-1]
 
     def _run(self, gaps, mask, bu, state, *, reverse):
+        if resolve_scan_method(self.scan) == "sequential":
+            # Λ̄_k, w_k computed inside the loop (and again in its backward
+            # loop): no (L, P) coefficient arrays to write, store and read.
+            return irregular_scan(
+                self.lam,
+                jnp.exp(self.log_step),
+                gaps,
+                mask,
+                bu,
+                state,
+                discretization=self.discretization,
+                reverse=reverse,
+            )
         lam_bar, weight = self.discretise(gaps)
         lam_bar = jnp.where(mask[:, None], lam_bar, 1.0)
         b = jnp.where(mask[:, None], weight * bu, 0.0)

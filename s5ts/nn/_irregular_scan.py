@@ -1,0 +1,162 @@
+r"""Discretisation fused into the sequential scan, for per-step gaps.
+
+S5 with observation gaps $g_k$ runs
+$x_k = \bar\Lambda_k \odot x_{k-1} + w_k \odot \tilde B u_k$ with
+$(\bar\Lambda_k, w_k)$ from the discretisation rule at step $\Delta g_k$.
+Materialising $\bar\Lambda$ and $w$ as (L, P) complex arrays, and storing them
+for the backward pass, costs several passes over memory per step on CPU.
+Here one loop computes them row by row as it goes, and the custom VJP
+recomputes them in its reverse loop while it accumulates the gradients of
+$\Lambda$ and $\Delta$, so the only (L, P) arrays kept are the states.
+
+With the adjoint $\lambda_k = \bar x_k + \bar\Lambda_{k+1}\lambda_{k+1}$, step k
+contributes the pullback of $(\bar\Lambda_k, b_k)$ at
+$(\lambda_k x_{k-1}, \lambda_k)$, and the initial state gets
+$\bar\Lambda_0 \lambda_0$.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Complex, Float
+
+from ._discretisation import Discretisation, make_discretisation
+from ._scan import _SEQUENTIAL_UNROLL
+
+
+def _coefficients(rule: Discretisation, lam, timescale, gap, valid, bu_k):
+    """(Λ̄_k, b_k = w_k ⊙ B̃u_k) for one step; a masked step is (1, 0)."""
+    lam_bar, weight = rule(lam, (timescale * gap).astype(lam.real.dtype))
+    lam_bar = jnp.where(valid, lam_bar, jnp.ones_like(lam_bar))
+    b_k = jnp.where(valid, weight * bu_k, jnp.zeros_like(bu_k))
+    return lam_bar, b_k
+
+
+def _order(length: int, reverse: bool):
+    """k(i) for the forward loop, and (first step, offset to the previous one)."""
+    if reverse:
+        return (lambda i: length - 1 - i), length - 1, 1
+    return (lambda i: i), 0, -1
+
+
+def _forward(rule, reverse, lam, timescale, gaps, mask, bu, state):
+    # In-place loop as in `_scan._sequential_loop`: only under the custom VJP
+    # (plain autodiff of the indexing would be quadratic in L).
+    length = gaps.shape[0]
+    index, _, _ = _order(length, reverse)
+
+    def body(i, carry):
+        x_prev, out = carry
+        k = index(i)
+        a_k, b_k = _coefficients(rule, lam, timescale, gaps[k], mask[k], bu[k])
+        x_k = a_k * x_prev + b_k
+        return x_k, out.at[k].set(x_k)
+
+    _, x = jax.lax.fori_loop(0, length, body, (state, jnp.zeros_like(bu)), unroll=_SEQUENTIAL_UNROLL)
+    return x
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def _fused(rule, reverse, lam, timescale, gaps, mask, bu, state):
+    return _forward(rule, reverse, lam, timescale, gaps, mask, bu, state)
+
+
+def _fused_fwd(rule, reverse, lam, timescale, gaps, mask, bu, state):
+    x = _forward(rule, reverse, lam, timescale, gaps, mask, bu, state)
+    return x, (lam, timescale, gaps, mask, bu, state, x)
+
+
+def _fused_bwd(rule, reverse, residuals, x_bar):
+    lam, timescale, gaps, mask, bu, state, x = residuals
+    length = gaps.shape[0]
+    index, first, before = _order(length, reverse)
+
+    def body(i, carry):
+        lam_next, a_next, lam_grad, timescale_grad, gaps_bar, bu_bar = carry
+        k = index(length - 1 - i)  # against the forward loop
+        adjoint = x_bar[k] + a_next * lam_next
+        x_prev = jnp.where(k == first, state, x[jnp.clip(k + before, 0, length - 1)])
+        (a_k, _), pullback = jax.vjp(
+            lambda lam, timescale, gap, bu_k: _coefficients(rule, lam, timescale, gap, mask[k], bu_k),
+            lam,
+            timescale,
+            gaps[k],
+            bu[k],
+        )
+        d_lam, d_timescale, d_gap, d_bu = pullback((adjoint * x_prev, adjoint))
+        return (
+            adjoint,
+            a_k,
+            lam_grad + d_lam,
+            timescale_grad + d_timescale,
+            gaps_bar.at[k].set(d_gap),
+            bu_bar.at[k].set(d_bu),
+        )
+
+    zero = jnp.zeros_like(x_bar[0])
+    init = (
+        zero,
+        zero,
+        jnp.zeros_like(lam),
+        jnp.zeros_like(timescale),
+        jnp.zeros_like(gaps),
+        jnp.zeros_like(bu),
+    )
+    adjoint, a_first, lam_grad, timescale_grad, gaps_bar, bu_bar = jax.lax.fori_loop(
+        0, length, body, init, unroll=_SEQUENTIAL_UNROLL
+    )
+    return lam_grad, timescale_grad, gaps_bar, None, bu_bar, a_first * adjoint
+
+
+_fused.defvjp(_fused_fwd, _fused_bwd)
+
+
+def irregular_scan(
+    lam: Complex[Array, " P"],
+    timescale: Float[Array, " P"],
+    gaps: Float[Array, " L"],
+    mask: Bool[Array, " L"],
+    bu: Complex[Array, "L P"],
+    state: Complex[Array, " P"] | None = None,
+    *,
+    discretization: str | Discretisation = "zoh",
+    reverse: bool = False,
+) -> Complex[Array, "L P"]:
+    r"""States of $x_k = \bar\Lambda_k x_{k-1} + w_k \odot \tilde B u_k$ with the
+    discretisation done inside a sequential loop.
+
+    **Arguments:**
+
+    - `lam`: Λ, shape (P,), complex.
+    - `timescale`: Δ, shape (P,), > 0 (per-state step scale).
+    - `gaps`: g, shape (L,), ≥ 0; step k lasts Δ g_k.
+    - `mask`: shape (L,) bool; False steps leave the state unchanged
+      (Λ̄ = 1, no input).
+    - `bu`: B̃u, shape (L, P), complex.
+    - `state`: the state before the first step, (P,) complex (default 0).
+    - `discretization`: `"zoh"`, `"bilinear"` or a `Discretisation` rule.
+    - `reverse`: run from the last step to the first (`state` is then the
+      state after the last step).
+
+    **Returns:** all states, shape (L, P), equal to
+    `linear_scan(Λ̄, w ⊙ B̃u, reverse=reverse)` on the materialised
+    coefficients (with `state` folded into the first step).
+
+    Gradients (for `lam`, `timescale`, `gaps`, `bu`, `state`) come from a
+    custom VJP that recomputes Λ̄_k, w_k in its reverse loop; it stores only
+    the inputs and the (L, P) states.
+    """
+    rule = make_discretisation(discretization) if isinstance(discretization, str) else discretization
+    if bu.ndim != 2 or bu.shape != gaps.shape + lam.shape:
+        raise ValueError(f"bu must have shape (L, P) = {gaps.shape + lam.shape}, got {bu.shape}")
+    if mask.shape != gaps.shape or timescale.shape != lam.shape:
+        raise ValueError("mask must match gaps (L,) and timescale must match lam (P,)")
+    dtype = jnp.result_type(lam, bu)
+    bu = bu.astype(dtype)
+    state = jnp.zeros(lam.shape, dtype) if state is None else jnp.asarray(state).astype(dtype)
+    if gaps.shape[0] == 0:
+        return bu
+    return _fused(rule, reverse, lam.astype(dtype), timescale, gaps, mask.astype(bool), bu, state)
