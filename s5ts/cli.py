@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -16,12 +17,21 @@ def _parser() -> argparse.ArgumentParser:
     pendulum.add_argument("--preset", choices=("tiny", "quick", "paper"), default="quick",
                           help="quick: ~10 min on a 2-core CPU; paper: the published protocol (hours on CPU)")
     pendulum.add_argument("--seeds", type=int, default=1, help="seeds per model (default 1)")
+    pendulum.add_argument("--first-seed", type=int, default=0,
+                          help="first seed (default 0); runs seeds first..first+N-1")
     pendulum.add_argument("--out", default="results/pendulum", help="output folder (default results/pendulum)")
     pendulum.add_argument("--models", nargs="+", default=None,
                           help="subset of S5 S5-drop S5-append CRU (default all)")
     pendulum.add_argument("--cache-dir", default=None, help="where the generated data is cached")
     pendulum.add_argument("--no-plots", action="store_true", help="skip the figures")
     pendulum.add_argument("--quiet", action="store_true", help="no progress output")
+    merge = commands.add_parser(
+        "pendulum-merge",
+        help="combine `s5ts pendulum` output folders (other seeds or models) into one table",
+    )
+    merge.add_argument("folders", nargs="+", help="output folders of `s5ts pendulum` runs of one preset")
+    merge.add_argument("--out", required=True, help="folder for the combined results")
+    merge.add_argument("--no-plots", action="store_true", help="skip the learning-curve figure")
     return parser
 
 
@@ -33,15 +43,24 @@ def main(argv: list[str] | None = None) -> int:
         if args.seeds < 1:
             print("s5ts pendulum: --seeds must be at least 1", file=sys.stderr)
             return 2
+        if args.first_seed < 0:
+            print("s5ts pendulum: --first-seed must be at least 0", file=sys.stderr)
+            return 2
         run_pendulum(
             args.preset,
             seeds=args.seeds,
+            first_seed=args.first_seed,
             out=args.out,
             models=tuple(args.models) if args.models else MODELS,
             cache_dir=args.cache_dir,
             verbose=not args.quiet,
             plots=not args.no_plots,
         )
+    if args.command == "pendulum-merge":
+        from .experiments.pendulum import merge_results
+
+        merge_results(args.folders, args.out, plots=not args.no_plots)
+        print((Path(args.out) / "results.md").read_text(), end="")
     return 0
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from s5ts.cli import main
-from s5ts.experiments.pendulum import PRESETS, mse, results_markdown, summarise
+from s5ts.experiments.pendulum import PRESETS, merge_results, mse, results_markdown, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,6 +40,7 @@ def test_cli_rejects_bad_arguments(capsys):
     with pytest.raises(SystemExit):
         main(["pendulum", "--preset", "huge"])
     assert main(["pendulum", "--seeds", "0"]) == 2
+    assert main(["pendulum", "--first-seed", "-1"]) == 2
     with pytest.raises(ValueError, match="unknown models"):
         main(["pendulum", "--preset", "tiny", "--models", "LSTM"])
 
@@ -56,6 +57,24 @@ def test_cli_tiny_run_writes_results(tmp_path):
         assert run["n_parameters"] == 15820  # the paper's ~15.8 k
     assert (out / "results.csv").read_text().count("\n") == 5
     assert "S5-drop" in (out / "results.md").read_text()
+
+    # Another seed run elsewhere, then merged into one table.
+    more = tmp_path / "more"
+    assert main(["pendulum", "--preset", "tiny", "--models", "S5", "--first-seed", "2", "--seeds", "1",
+                 "--out", str(more), "--cache-dir", str(tmp_path / "cache"), "--no-plots", "--quiet"]) == 0
+    assert [r["seed"] for r in json.loads((more / "results.json").read_text())["runs"]] == [2]
+    merged_dir = tmp_path / "merged"
+    assert main(["pendulum-merge", str(more), str(out), "--out", str(merged_dir), "--no-plots"]) == 0
+    merged = json.loads((merged_dir / "results.json").read_text())
+    assert [(r["model"], r["seed"]) for r in merged["runs"]] == [
+        ("S5", 0), ("S5", 1), ("S5", 2), ("S5-drop", 0), ("S5-drop", 1)]
+    scores = [r["test_mse"] * 1e3 for r in merged["runs"] if r["model"] == "S5"]
+    assert merged["summary"]["S5"]["test_mse_e3_mean"] == pytest.approx(np.mean(scores))
+    assert "(n=3)" in (merged_dir / "results.md").read_text()
+    with pytest.raises(ValueError, match="S5 seed 2 is in both"):
+        merge_results([more, more], tmp_path / "twice", plots=False)
+    with pytest.raises(ValueError, match="no results.json"):
+        merge_results([tmp_path / "cache"], tmp_path / "none", plots=False)
 
 
 def test_notebook_runs_on_tiny_preset(tmp_path):

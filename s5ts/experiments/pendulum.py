@@ -189,14 +189,16 @@ def run_pendulum(
     preset: str = "quick",
     *,
     seeds: int = 1,
+    first_seed: int = 0,
     out: str | Path = "results/pendulum",
     models: tuple[str, ...] = MODELS,
     cache_dir: str | Path | None = None,
     verbose: bool = True,
     plots: bool = True,
 ) -> dict:
-    """Train every model for `seeds` seeds and write `results.md`,
-    `results.csv`, `results.json` and plots into `out`.
+    """Train every model for `seeds` seeds (`first_seed`, `first_seed + 1`, …)
+    and write `results.md`, `results.csv`, `results.json` and plots into `out`.
+    Runs of other seeds made elsewhere are combined with `merge_results`.
 
     **Returns:** the `results.json` content (a dict with `summary` and `runs`).
     """
@@ -204,6 +206,8 @@ def run_pendulum(
         raise ValueError(f"preset must be one of {tuple(PRESETS)}, got {preset!r}")
     if not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"seeds must be a positive integer, got {seeds!r}")
+    if not isinstance(first_seed, int) or first_seed < 0:
+        raise ValueError(f"first_seed must be a non-negative integer, got {first_seed!r}")
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         raise ValueError(f"unknown models {unknown}; choose from {MODELS}")
@@ -227,7 +231,7 @@ def run_pendulum(
         n_train = config.cru_n_train if name == "CRU" else config.n_train
         epochs = config.cru_epochs if name == "CRU" else config.s5_epochs
         X_train, y_train = panels["train"].subset(range(n_train)), data["train"].y[:n_train]
-        for seed in range(seeds):
+        for seed in range(first_seed, first_seed + seeds):
             model = make_model(name, config, seed, verbose=verbose)
             log(f"{name} seed {seed}: {epochs} epochs on {n_train} sequences")
 
@@ -246,32 +250,77 @@ def run_pendulum(
                 }
             )
             curves[f"{name} (seed {seed})"] = curve
-            if seed == 0:
+            if name not in example:
                 mean, std = best.predict(panels["test"].subset([0]), return_std=True)
                 example[name] = {"mean": mean[0], "std": std[0]}
             log(f"  {name} seed {seed}: test MSE {runs[-1]['test_mse'] * 1e3:.2f}e-3")
 
-    summary = summarise(runs)
     result = {
         "preset": preset,
         "preset_config": dataclasses.asdict(config),
         "s5_config": S5_PAPER_CONFIG,
         "cru_config": CRU_PAPER_CONFIG,
-        "summary": summary,
+        "summary": summarise(runs),
         "runs": runs,
         "curves": curves,
         "environment": _environment(),
     }
-    (out / "results.json").write_text(json.dumps(result, indent=2))
-    _write_csv(out / "results.csv", runs)
-    (out / "results.md").write_text(results_markdown(summary, preset, config))
+    _write_results(result, out, plots=plots)
     if plots:
-        from ._plots import plot_learning_curves, plot_predictions
+        from ._plots import plot_predictions
 
-        plot_learning_curves(curves, out / "learning_curves.png")
         plot_predictions(example, data["test"], out / "predictions.png")
     log((out / "results.md").read_text())
     return result
+
+
+def merge_results(directories: list[str | Path], out: str | Path, *, plots: bool = True) -> dict:
+    """Combine the `results.json` of runs made separately — other seeds
+    (`first_seed`), other models, other machines — into one table in `out`.
+
+    The runs must share a preset and must not repeat a (model, seed) pair.
+
+    **Returns:** the merged `results.json` content.
+    """
+    if not directories:
+        raise ValueError("merge_results needs at least one results directory")
+    results = []
+    for directory in directories:
+        path = Path(directory) / "results.json"
+        if not path.is_file():
+            raise ValueError(f"{directory}: no results.json (not an `s5ts pendulum` output folder)")
+        results.append(json.loads(path.read_text()))
+    presets = {r["preset"] for r in results}
+    if len(presets) > 1:
+        raise ValueError(f"cannot merge different presets {sorted(presets)} from {[str(d) for d in directories]}")
+    runs, curves, source = [], {}, {}
+    for directory, result in zip(directories, results):
+        for run in result["runs"]:
+            key = (run["model"], run["seed"])
+            if key in source:
+                raise ValueError(f"{run['model']} seed {run['seed']} is in both {source[key]} and {directory}")
+            source[key] = str(directory)
+            runs.append(run)
+        curves.update(result["curves"])
+    runs.sort(key=lambda run: (MODELS.index(run["model"]), run["seed"]))
+    merged = {**results[0], "summary": summarise(runs), "runs": runs, "curves": curves,
+              "merged_from": [str(d) for d in directories]}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_results(merged, out, plots=plots)
+    return merged
+
+
+def _write_results(result: dict, out: Path, *, plots: bool) -> None:
+    """results.json, results.csv, results.md and the learning curves."""
+    (out / "results.json").write_text(json.dumps(result, indent=2))
+    _write_csv(out / "results.csv", result["runs"])
+    preset = result["preset"]
+    (out / "results.md").write_text(results_markdown(result["summary"], preset, PRESETS[preset]))
+    if plots:
+        from ._plots import plot_learning_curves
+
+        plot_learning_curves(result["curves"], out / "learning_curves.png")
 
 
 def _write_csv(path: Path, runs: list[dict]) -> None:
