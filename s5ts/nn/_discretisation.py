@@ -21,14 +21,46 @@ import jax.numpy as jnp
 from jaxtyping import Array, Complex, Float
 
 
-def complex_expm1(z: Complex[Array, "..."]) -> Complex[Array, "..."]:
-    r"""$e^z - 1$ without cancellation for small $|z|$ (float32 matters here:
-    gaps of 1e-6 would otherwise lose every digit of the input weight)."""
+def _exp_and_expm1(z: Complex[Array, "..."]) -> tuple[Complex[Array, "..."], Complex[Array, "..."]]:
+    r"""$(e^z, e^z - 1)$ from three real transcendentals (expm1 x, cos y,
+    sin y), with $e^z - 1$ free of cancellation for small $|z|$ (float32
+    matters here: gaps of 1e-6 would otherwise lose every digit of the input
+    weight)."""
     x, y = jnp.real(z), jnp.imag(z)
-    # e^x cos y - 1 = expm1(x) cos y - 2 sin²(y/2)
-    real = jnp.expm1(x) * jnp.cos(y) - 2.0 * jnp.sin(0.5 * y) ** 2
-    imag = jnp.exp(x) * jnp.sin(y)
-    return jax.lax.complex(real, imag)
+    expm1_x, cos_y, sin_y = jnp.expm1(x), jnp.cos(y), jnp.sin(y)
+    exp_x = expm1_x + 1.0
+    # 1 - cos y: as sin²y / (1 + cos y) where that is stable (cos y > 0).
+    one_minus_cos = jnp.where(cos_y > 0, sin_y * sin_y / (1.0 + jnp.abs(cos_y)), 1.0 - cos_y)
+    imag = exp_x * sin_y
+    # e^x cos y - 1 = expm1(x) cos y - (1 - cos y)
+    return jax.lax.complex(exp_x * cos_y, imag), jax.lax.complex(expm1_x * cos_y - one_minus_cos, imag)
+
+
+def complex_expm1(z: Complex[Array, "..."]) -> Complex[Array, "..."]:
+    r"""$e^z - 1$ without cancellation for small $|z|$."""
+    return _exp_and_expm1(z)[1]
+
+
+@jax.custom_jvp
+def zoh_coefficients(lam: Complex[Array, " P"], step: Float[Array, "*L P"]):
+    r"""$(e^{\Lambda\Delta}, (e^{\Lambda\Delta} - 1)/\Lambda)$.
+
+    Its derivative is written in terms of these two values
+    ($\partial\bar\Lambda = \bar\Lambda\,\partial z$,
+    $\partial w = (\bar\Lambda\,\partial z - w\,\partial\Lambda)/\Lambda$ with
+    $z = \Lambda\Delta$), so a backward pass costs no transcendentals beyond
+    the forward ones."""
+    lam_bar, expm1_z = _exp_and_expm1(lam * step)
+    return lam_bar, expm1_z * (1.0 / lam)  # (P,) reciprocal: one division per state, not per step
+
+
+@zoh_coefficients.defjvp
+def _zoh_coefficients_jvp(primals, tangents):
+    lam, step = primals
+    d_lam, d_step = tangents
+    lam_bar, weight = zoh_coefficients(lam, step)
+    d_z = d_lam * step + lam * d_step
+    return (lam_bar, weight), (lam_bar * d_z, (lam_bar * d_z - weight * d_lam) * (1.0 / lam))
 
 
 class Discretisation(eqx.Module):
@@ -47,8 +79,7 @@ class ZOH(Discretisation):
     over the step)."""
 
     def __call__(self, lam, step):
-        z = lam * step
-        return jnp.exp(z), complex_expm1(z) / lam
+        return zoh_coefficients(lam, step)
 
 
 class Bilinear(Discretisation):
