@@ -121,8 +121,10 @@ class CRU(eqx.Module):
         features = self.encoder.out_features
         self.obs_mean = eqx.nn.Linear(features, m, key=keys[1])
         self.obs_var = eqx.nn.Linear(features, m, key=keys[2])
-        self.initial_cov_param = jnp.full((2, m), _inverse_softplus(10.0))
-        self.diffusion_param = jnp.full((2 * m,), _inverse_softplus(0.1))
+        # dtype=float: a weakly typed parameter turns strong after the first
+        # optimiser update, which would compile the training step again.
+        self.initial_cov_param = jnp.full((2, m), _inverse_softplus(10.0), dtype=float)
+        self.diffusion_param = jnp.full((2 * m,), _inverse_softplus(0.1), dtype=float)
         n_band = band_indices(m, bandwidth)[0].size
         self.basis_band = jnp.zeros((num_basis, 4, n_band))
         self.coefficient_net = eqx.nn.Linear(2 * m, num_basis, key=keys[3])
