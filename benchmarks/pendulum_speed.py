@@ -3,8 +3,8 @@
 1. One S5 training step (the paper's model, batch 32, 50 frames) against the
    official code's 0.65 s per step on this kind of 2-core CPU (spec:
    paper-results.md; the official code is not run here).
-2. A training epoch of S5 against one of CRU on the same sequences (each
-   after one warm-up epoch that compiles).
+2. Training epochs of S5 against CRU on the same sequences, alternating
+   (medians of `--epochs`, after one warm-up epoch that compiles).
 3. The per-frame CNN's forward+backward: patch-matrix convolution (what
    PendulumCNN does) against XLA's convolution on the same parameters.
 
@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import argparse
-import time
 
 import _timing  # noqa: F401  (puts the repository on sys.path)
 import equinox as eqx
@@ -66,6 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="64 sequences instead of 256")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--epochs", type=int, default=3, help="timed epochs per model, after one warm-up epoch")
     args = parser.parse_args()
     n = 64 if args.quick else 256
     print_header(f"Pendulum training speed ({n} sequences of 50 frames)")
@@ -75,12 +75,13 @@ def main() -> None:
     preset = PRESETS["paper"]
     s5 = make_model("S5", preset, seed=0)
     cru = make_model("CRU", preset, seed=0)
-    epoch_seconds = {}
-    for name, model in (("S5", s5), ("CRU", cru)):
-        model.partial_fit(panel, y)  # compiles
-        started = time.perf_counter()
-        model.partial_fit(panel, y)
-        epoch_seconds[name] = time.perf_counter() - started
+    # Whole training epochs (`partial_fit`: one pass, every batch), S5 and CRU
+    # alternating; the untimed warm-up epoch compiles every batch shape.
+    epochs = time_interleaved(
+        {name: (lambda m=model: m.partial_fit(panel, y).history_[-1], ()) for name, model in (("S5", s5), ("CRU", cru))},
+        repeats=args.epochs,
+    )
+    epoch_seconds = {name: timing.median for name, timing in epochs.items()}
 
     steps = time_interleaved(
         {"S5 step (batch 32)": (_step_call(s5, panel, y, 32), ()), "CRU step (batch 32)": (_step_call(cru, panel, y, 32), ())},

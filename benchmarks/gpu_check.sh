@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The GPU checks of s5ts, as one prepared run for a lent GPU machine (about
+# 12 minutes; nothing is installed: it needs jax, equinox, optax, numpy,
+# pandas, scikit-learn, matplotlib, tqdm, pytest and hypothesis already there).
+#
+#   1. the layer's tests on the GPU, where "auto" picks the associative scan:
+#      every scan method and S5SSM against the float64 Python-loop references;
+#   2. the scan and per-step-gap benchmarks at their default sizes;
+#   3. pendulum, paper protocol: S5 / S5-drop / S5-append seeds trained side
+#      by side (one process each; the models are far too small to fill the
+#      GPU alone), each process writing its own results, merged at the end.
+#
+#   bash benchmarks/gpu_check.sh                 # on the GPU machine, from the repository root
+#   S5TS_GPU_PRESET=tiny S5TS_GPU_SEEDS=1 bash benchmarks/gpu_check.sh   # a CPU rehearsal
+#
+# Output goes to $OUT (default results/gpu): log.txt, the merged pendulum
+# results.md / results.json / results.csv and learning_curves.png.
+set -uo pipefail
+OUT=${OUT:-results/gpu}
+PRESET=${S5TS_GPU_PRESET:-paper}
+SEEDS=${S5TS_GPU_SEEDS:-4}                 # seeds per model
+FIRST_SEED=${S5TS_GPU_FIRST_SEED:-0}
+MODELS=${S5TS_GPU_MODELS:-"S5 S5-drop S5-append"}
+PENDULUM_SECONDS=${S5TS_GPU_PENDULUM_SECONDS:-420}
+RUNS=$(mktemp -d)
+CACHE=${S5TS_GPU_CACHE:-/tmp/s5ts-pendulum-cache}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+exec > >(tee "$OUT/log.txt") 2>&1
+
+echo "## devices"; date
+python3 -c "import jax; print(jax.__version__, jax.devices())"
+
+echo "## 1. layer tests on this backend"
+timeout 240 python3 -m pytest -q -p no:cacheprovider -o addopts="" -m "not slow" \
+    tests/test_scan.py tests/test_ssm.py tests/test_irregular_scan.py tests/test_discretisation.py
+
+echo "## 2. benchmarks"
+if [ "$PRESET" = tiny ]; then quick=--quick; else quick=; fi
+timeout 150 python3 benchmarks/scan_speed.py $quick
+timeout 120 python3 benchmarks/ssm_gaps.py $quick
+
+echo "## 3. pendulum, preset $PRESET: $MODELS, seeds $FIRST_SEED..$((FIRST_SEED + SEEDS - 1)), ${PENDULUM_SECONDS}s"
+python3 -c "
+from s5ts.datasets import load_pendulum
+from s5ts.experiments.pendulum import PRESETS
+p = PRESETS['$PRESET']
+for split, n in (('train', p.n_train), ('valid', p.n_valid), ('test', p.n_test)):
+    load_pendulum(split, n_sequences=n, cache_dir='$CACHE', verbose=False)
+"
+pids=()
+for model in $MODELS; do
+    for ((seed = FIRST_SEED; seed < FIRST_SEED + SEEDS; seed++)); do
+        XLA_PYTHON_CLIENT_PREALLOCATE=false timeout "$PENDULUM_SECONDS" python3 -m s5ts.cli pendulum \
+            --preset "$PRESET" --models "$model" --first-seed "$seed" --seeds 1 --quiet --no-plots \
+            --cache-dir "$CACHE" --out "$RUNS/$model-$seed" > "$RUNS/$model-$seed.log" 2>&1 &
+        pids+=($!)
+    done
+done
+for pid in "${pids[@]}"; do wait "$pid" || echo "a pendulum run ended with status $? (124: out of time)"; done
+finished=$(ls -d "$RUNS"/*/ 2>/dev/null | while read -r d; do [ -f "$d/results.json" ] && echo "$d"; done)
+if [ -n "$finished" ]; then
+    # shellcheck disable=SC2086
+    python3 -m s5ts.cli pendulum-merge $finished --out "$OUT"
+else
+    echo "no pendulum run finished in ${PENDULUM_SECONDS}s"; tail -n 3 "$RUNS"/*.log
+fi
+date
