@@ -8,6 +8,7 @@ architecture where they can, so most fits reuse compiled code.
 
 import copy
 import dataclasses
+import inspect
 import itertools
 import pickle
 import subprocess
@@ -575,3 +576,27 @@ def test_validation_data_is_checked(data):
     with pytest.raises(ValueError, match="'c'|c"):
         model.fit(X, y, validation_data=(bad, y))
     assert not hasattr(model, "model_")
+
+
+def test_shared_parameters_signature_defaults_and_unknown_names():
+    from s5ts.estimators._base import SharedParameters
+
+    shared = SharedParameters(("max_epochs", "batch_size", "verbose"), batch_size=7)
+
+    class Borrower:
+        @shared
+        def __init__(self, *, own=1, **rest):
+            self.own = own
+            shared.assign(self, rest)
+
+    assert list(inspect.signature(Borrower.__init__).parameters) == ["self", "own", "max_epochs", "batch_size", "verbose"]
+    b = Borrower(max_epochs=3)
+    assert (b.own, b.max_epochs, b.batch_size, b.verbose) == (1, 3, 7, False)
+    with pytest.raises(TypeError, match=r"Borrower\(\) got unexpected keyword arguments \['scan'\]"):
+        Borrower(scan="auto")
+    with pytest.raises(ValueError, match="not S5Estimator parameters"):
+        SharedParameters(("max_epochs", "epochs"))
+    with pytest.raises(ValueError, match="defaults for parameters not shared"):
+        SharedParameters(exclude=("scan",), scan="sequential")
+    everything_but = SharedParameters(exclude=("scan", "warm_start"))
+    assert "scan" not in everything_but.defaults and everything_but.defaults["n_layers"] == 2

@@ -7,6 +7,7 @@ import equinox as eqx
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from ..estimators import S5Regressor
+from ..estimators._base import SharedParameters
 from ._cru import CRU
 
 
@@ -27,6 +28,31 @@ class CRUNetwork(eqx.Module):
         inference: bool = True,
     ) -> tuple[Float[Array, "L K"], Float[Array, "L K"]]:
         return self.cru(u, gaps, mask)
+
+
+#: The `S5Estimator` parameters that apply to CRU, with CRU's published
+#: training settings as defaults (Adam 1e-3, batch 50, no warm-up or clipping).
+_TRAINING_PARAMETERS = SharedParameters(
+    (
+        "max_epochs",
+        "batch_size",
+        "learning_rate",
+        "weight_decay",
+        "warmup_epochs",
+        "grad_clip",
+        "validation_fraction",
+        "n_iter_no_change",
+        "standardize",
+        "first_gap",
+        "random_state",
+        "verbose",
+        "warm_start",
+    ),
+    batch_size=50,
+    warmup_epochs=0,
+    grad_clip=None,
+    standardize=False,
+)
 
 
 class CRURegressor(S5Regressor):
@@ -65,46 +91,16 @@ class CRURegressor(S5Regressor):
     # What a warm start must not change (it would silently keep the old network).
     _architecture_names = ("encoder", "latent_obs_size", "num_basis", "bandwidth", "hidden_size", "first_gap", "standardize")
 
+    @_TRAINING_PARAMETERS
     def __init__(
-        self,
-        *,
-        encoder="pendulum_cnn",
-        latent_obs_size=15,
-        num_basis=15,
-        bandwidth=3,
-        hidden_size=30,
-        max_epochs=100,
-        batch_size=50,
-        learning_rate=1e-3,
-        weight_decay=0.0,
-        warmup_epochs=0,
-        grad_clip=None,
-        validation_fraction=0.1,
-        n_iter_no_change=10,
-        standardize=False,
-        first_gap=1.0,
-        random_state=None,
-        verbose=False,
-        warm_start=False,
+        self, *, encoder="pendulum_cnn", latent_obs_size=15, num_basis=15, bandwidth=3, hidden_size=30, **shared
     ):
         self.encoder = encoder
         self.latent_obs_size = latent_obs_size
         self.num_basis = num_basis
         self.bandwidth = bandwidth
         self.hidden_size = hidden_size
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.weight_decay = weight_decay
-        self.warmup_epochs = warmup_epochs
-        self.grad_clip = grad_clip
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.standardize = standardize
-        self.first_gap = first_gap
-        self.random_state = random_state
-        self.verbose = verbose
-        self.warm_start = warm_start
+        _TRAINING_PARAMETERS.assign(self, shared)
 
     def _build_network(self, n_inputs, per_step, target_state, key):
         if not per_step:

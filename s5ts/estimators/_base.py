@@ -601,16 +601,6 @@ def _to_device(leaf):
     return jax.numpy.asarray(leaf) if isinstance(leaf, np.ndarray) else leaf
 
 
-def with_shared_parameters(init):
-    """Give a subclass `__init__(self, *, own..., **shared)` the full explicit
-    signature that scikit-learn's `get_params` reads (own parameters first,
-    then every `S5Estimator` parameter), without repeating the list."""
-    own = inspect.signature(init)
-    base = inspect.signature(S5Estimator.__init__)
-    parameters = [p for p in own.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    parameters += [p for name, p in base.parameters.items() if name != "self"]
-    init.__signature__ = own.replace(parameters=parameters)
-    return init
 
 
 def _json_default(value):
@@ -619,3 +609,45 @@ def _json_default(value):
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"cannot store {type(value).__name__} in JSON; use pickle/joblib instead")
+
+
+class SharedParameters:
+    """Constructor parameters that another estimator borrows from
+    `S5Estimator`: `names` in that order (default: all of them in signature
+    order, less `exclude`), with S5Estimator's defaults unless `defaults`
+    gives others. Decorating `__init__(self, *, own..., **shared)` gives it
+    the explicit signature scikit-learn and sktime read (own parameters
+    first), and `assign` sets the shared ones, defaults included, so the list
+    and its defaults are written once.
+    """
+
+    def __init__(self, names: tuple[str, ...] | None = None, *, exclude: tuple[str, ...] = (), **defaults):
+        base = inspect.signature(S5Estimator.__init__).parameters
+        names = tuple(n for n in base if n != "self") if names is None else names
+        unknown = sorted(set(names).union(exclude, defaults) - set(base))
+        if unknown:
+            raise ValueError(f"not S5Estimator parameters: {unknown}")
+        names = tuple(n for n in names if n not in exclude)
+        if not set(defaults) <= set(names):
+            raise ValueError(f"defaults for parameters not shared: {sorted(set(defaults) - set(names))}")
+        self.defaults = {name: defaults.get(name, base[name].default) for name in names}
+
+    def __call__(self, init):
+        own = inspect.signature(init)
+        parameters = [p for p in own.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        parameters += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d) for n, d in self.defaults.items()]
+        init.__signature__ = own.replace(parameters=parameters)
+        return init
+
+    def assign(self, estimator, given: dict) -> None:
+        """Set every shared parameter on `estimator`: `given` or the default."""
+        unknown = sorted(set(given) - set(self.defaults))
+        if unknown:
+            raise TypeError(f"{type(estimator).__name__}() got unexpected keyword arguments {unknown}")
+        for name, default in self.defaults.items():
+            setattr(estimator, name, given.get(name, default))
+
+
+#: Decorates a subclass's `__init__(self, *, own..., **shared)`, which passes
+#: `shared` on to `S5Estimator.__init__`: its signature lists every parameter.
+with_shared_parameters = SharedParameters()

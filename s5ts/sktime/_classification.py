@@ -6,7 +6,7 @@ import numpy as np
 from sktime.classification.base import BaseClassifier
 
 from ..estimators import S5Classifier
-from ._common import FAST_PARAMETERS, PANEL_TAGS, inner_parameters
+from ._common import FAST_PARAMETERS, PANEL_PARAMETERS, PANEL_TAGS, inner_parameters
 
 
 class S5TimeSeriesClassifier(BaseClassifier):
@@ -48,63 +48,9 @@ class S5TimeSeriesClassifier(BaseClassifier):
 
     _tags = dict(PANEL_TAGS, **{"capability:predict_proba": True})
 
-    def __init__(
-        self,
-        n_layers=2,
-        d_model=32,
-        state_size=16,
-        blocks=1,
-        discretization="zoh",
-        bidirectional=False,
-        activation="half_glu",
-        prenorm=False,
-        dt_min=0.001,
-        dt_max=0.1,
-        dropout=0.0,
-        encoder="identity",
-        pooling="mean",
-        time_handling="gaps",
-        first_gap=1.0,
-        standardize=True,
-        max_epochs=100,
-        batch_size=32,
-        learning_rate=1e-3,
-        ssm_learning_rate=None,
-        weight_decay=0.0,
-        warmup_epochs=1,
-        grad_clip=1.0,
-        validation_fraction=0.1,
-        n_iter_no_change=10,
-        random_state=None,
-        verbose=False,
-    ):
-        self.n_layers = n_layers
-        self.d_model = d_model
-        self.state_size = state_size
-        self.blocks = blocks
-        self.discretization = discretization
-        self.bidirectional = bidirectional
-        self.activation = activation
-        self.prenorm = prenorm
-        self.dt_min = dt_min
-        self.dt_max = dt_max
-        self.dropout = dropout
-        self.encoder = encoder
-        self.pooling = pooling
-        self.time_handling = time_handling
-        self.first_gap = first_gap
-        self.standardize = standardize
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.ssm_learning_rate = ssm_learning_rate
-        self.weight_decay = weight_decay
-        self.warmup_epochs = warmup_epochs
-        self.grad_clip = grad_clip
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.random_state = random_state
-        self.verbose = verbose
+    @PANEL_PARAMETERS
+    def __init__(self, **shared):
+        PANEL_PARAMETERS.assign(self, shared)
         super().__init__()
 
     def _fit(self, X, y):

@@ -3,38 +3,12 @@ their capability tags and fast test settings."""
 
 from __future__ import annotations
 
-#: `S5Regressor` / `S5Classifier` parameters the panel adapters expose, in
-#: signature order (not exposed: `warm_start`, which sktime's `fit` reset
+from ..estimators._base import SharedParameters
+
+#: `S5Regressor` / `S5Classifier` parameters the panel adapters expose, with
+#: their defaults (not exposed: `warm_start`, which sktime's `fit` reset
 #: contradicts, and `scan`, an implementation detail).
-PANEL_PARAMETERS = (
-    "n_layers",
-    "d_model",
-    "state_size",
-    "blocks",
-    "discretization",
-    "bidirectional",
-    "activation",
-    "prenorm",
-    "dt_min",
-    "dt_max",
-    "dropout",
-    "encoder",
-    "pooling",
-    "time_handling",
-    "first_gap",
-    "standardize",
-    "max_epochs",
-    "batch_size",
-    "learning_rate",
-    "ssm_learning_rate",
-    "weight_decay",
-    "warmup_epochs",
-    "grad_clip",
-    "validation_fraction",
-    "n_iter_no_change",
-    "random_state",
-    "verbose",
-)
+PANEL_PARAMETERS = SharedParameters(exclude=("scan", "warm_start"))
 
 #: sktime tags true of both panel adapters. s5ts reads any pd-multiindex
 #: panel directly: every series keeps its own (irregular) time stamps, so
@@ -67,4 +41,4 @@ FAST_PARAMETERS = {
 
 def inner_parameters(adapter) -> dict:
     """The adapter's s5ts parameters, for the wrapped scikit-learn estimator."""
-    return {name: getattr(adapter, name) for name in PANEL_PARAMETERS}
+    return {name: getattr(adapter, name) for name in PANEL_PARAMETERS.defaults}

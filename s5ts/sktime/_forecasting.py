@@ -15,6 +15,7 @@ from sklearn.utils import check_random_state
 from sktime.forecasting.base import BaseForecaster
 
 from ..data import time_scale_from, to_panel
+from ..estimators._base import SharedParameters
 from ..estimators._losses import gaussian_nll_loss, squared_error
 from ..estimators._training import (
     Sequences,
@@ -55,6 +56,20 @@ class _History:
             x=None if x is None else np.concatenate([self.x, x]),
             state=state,
         )
+
+
+#: The `S5Estimator` parameters the forecaster takes (not those of panels of
+#: many series, nor `warm_start`, which sktime's `fit` reset contradicts); its
+#: defaults suit one or a few long series: more epochs, a higher rate, no
+#: validation split.
+_PARAMETERS = SharedParameters(
+    exclude=("bidirectional", "encoder", "pooling", "time_handling", "standardize", "scan", "warm_start"),
+    max_epochs=200,
+    learning_rate=3e-3,
+    warmup_epochs=5,
+    validation_fraction=0.0,
+    n_iter_no_change=20,
+)
 
 
 class S5Forecaster(BaseForecaster):
@@ -143,53 +158,9 @@ class S5Forecaster(BaseForecaster):
     # The forecaster keeps the states it needs; sktime need not store y.
     _config = {"remember_data": False}
 
-    def __init__(
-        self,
-        n_layers=2,
-        d_model=32,
-        state_size=16,
-        blocks=1,
-        discretization="zoh",
-        activation="half_glu",
-        prenorm=False,
-        dt_min=0.001,
-        dt_max=0.1,
-        dropout=0.0,
-        first_gap=1.0,
-        max_epochs=200,
-        batch_size=32,
-        learning_rate=3e-3,
-        ssm_learning_rate=None,
-        weight_decay=0.0,
-        warmup_epochs=5,
-        grad_clip=1.0,
-        validation_fraction=0.0,
-        n_iter_no_change=20,
-        random_state=None,
-        verbose=False,
-    ):
-        self.n_layers = n_layers
-        self.d_model = d_model
-        self.state_size = state_size
-        self.blocks = blocks
-        self.discretization = discretization
-        self.activation = activation
-        self.prenorm = prenorm
-        self.dt_min = dt_min
-        self.dt_max = dt_max
-        self.dropout = dropout
-        self.first_gap = first_gap
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.ssm_learning_rate = ssm_learning_rate
-        self.weight_decay = weight_decay
-        self.warmup_epochs = warmup_epochs
-        self.grad_clip = grad_clip
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.random_state = random_state
-        self.verbose = verbose
+    @_PARAMETERS
+    def __init__(self, **shared):
+        _PARAMETERS.assign(self, shared)
         super().__init__()
         # sktime creates these only when remember_data is on at construction;
         # set_config can switch it on later.

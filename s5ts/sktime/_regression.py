@@ -6,7 +6,7 @@ import numpy as np
 from sktime.regression.base import BaseRegressor
 
 from ..estimators import S5Regressor
-from ._common import FAST_PARAMETERS, PANEL_TAGS, inner_parameters
+from ._common import FAST_PARAMETERS, PANEL_PARAMETERS, PANEL_TAGS, inner_parameters
 
 
 class S5TimeSeriesRegressor(BaseRegressor):
@@ -59,64 +59,9 @@ class S5TimeSeriesRegressor(BaseRegressor):
 
     _tags = dict(PANEL_TAGS)
 
-    def __init__(
-        self,
-        n_layers=2,
-        d_model=32,
-        state_size=16,
-        blocks=1,
-        discretization="zoh",
-        bidirectional=False,
-        activation="half_glu",
-        prenorm=False,
-        dt_min=0.001,
-        dt_max=0.1,
-        dropout=0.0,
-        encoder="identity",
-        pooling="mean",
-        time_handling="gaps",
-        first_gap=1.0,
-        standardize=True,
-        max_epochs=100,
-        batch_size=32,
-        learning_rate=1e-3,
-        ssm_learning_rate=None,
-        weight_decay=0.0,
-        warmup_epochs=1,
-        grad_clip=1.0,
-        validation_fraction=0.1,
-        n_iter_no_change=10,
-        random_state=None,
-        verbose=False,
-        loss="mse",
-    ):
-        self.n_layers = n_layers
-        self.d_model = d_model
-        self.state_size = state_size
-        self.blocks = blocks
-        self.discretization = discretization
-        self.bidirectional = bidirectional
-        self.activation = activation
-        self.prenorm = prenorm
-        self.dt_min = dt_min
-        self.dt_max = dt_max
-        self.dropout = dropout
-        self.encoder = encoder
-        self.pooling = pooling
-        self.time_handling = time_handling
-        self.first_gap = first_gap
-        self.standardize = standardize
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.ssm_learning_rate = ssm_learning_rate
-        self.weight_decay = weight_decay
-        self.warmup_epochs = warmup_epochs
-        self.grad_clip = grad_clip
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.random_state = random_state
-        self.verbose = verbose
+    @PANEL_PARAMETERS
+    def __init__(self, *, loss="mse", **shared):
+        PANEL_PARAMETERS.assign(self, shared)
         self.loss = loss
         super().__init__()
 
