@@ -13,6 +13,7 @@ import optax
 import pytest
 
 from s5ts import S5Regressor
+from s5ts.baselines import CRURegressor
 from s5ts.data import bucket_length
 from s5ts.estimators._losses import cross_entropy_loss, gaussian_nll_loss, mse_loss
 from s5ts.estimators._training import (
@@ -44,13 +45,13 @@ class _Compilations(logging.Handler):
             self.count += 1
 
 
-def count_train_step_compilations(X, y, estimator=S5Regressor, fit_params=None, **params):
+def count_train_step_compilations(X, y, estimator=S5Regressor, **params):
     handler = _Compilations()
     logger = logging.getLogger("jax")
     logger.addHandler(handler)
     try:
         with jax.log_compiles(True):
-            estimator(**params).fit(X, y, **(fit_params or {}))
+            estimator(**params).fit(X, y)
     finally:
         logger.removeHandler(handler)
     return handler.count
@@ -78,26 +79,21 @@ def test_lengths_5_to_5000_compile_one_step_per_bucket():
     assert compiles <= math.log2(max(lengths) / min(lengths)) + 2
 
 
-@pytest.mark.parametrize("estimator", ["S5Regressor", "CRURegressor"])
-def test_later_epochs_compile_nothing_new(estimator):
+@pytest.mark.parametrize(
+    "estimator, n_features, params",  # feature counts no other test compiles
+    [
+        (S5Regressor, 7, dict(n_layers=1, d_model=8, state_size=4)),
+        (CRURegressor, 6, dict(encoder="identity", latent_obs_size=3, num_basis=2, hidden_size=5)),
+    ],
+)
+def test_later_epochs_compile_nothing_new(estimator, n_features, params):
     # A weakly typed initial parameter turns strong after the first update
     # and used to compile CRU's training step a second time.
-    from s5ts.baselines import CRURegressor
-
     rng = np.random.default_rng(0)
-    n_features = 7 if estimator == "S5Regressor" else 6  # shapes no other test compiles
     X = [rng.normal(size=(12, n_features)) for _ in range(10)]
     y = [rng.normal(size=(12, 1)) for _ in range(10)]
     common = dict(batch_size=5, max_epochs=3, validation_fraction=0.0, random_state=0)
-    if estimator == "S5Regressor":
-        compiles = count_train_step_compilations(X, y, n_layers=1, d_model=8, state_size=4, **common)
-    else:
-        times = [np.arange(12.0)] * 10
-        compiles = count_train_step_compilations(
-            X, y, CRURegressor, {"times": times}, encoder="identity", latent_obs_size=3, num_basis=2,
-            hidden_size=5, **common
-        )
-    assert compiles == 1
+    assert count_train_step_compilations(X, y, estimator, **params, **common) == 1
 
 
 @pytest.mark.slow

@@ -601,8 +601,6 @@ def _to_device(leaf):
     return jax.numpy.asarray(leaf) if isinstance(leaf, np.ndarray) else leaf
 
 
-
-
 def _json_default(value):
     if isinstance(value, np.generic):
         return value.item()

@@ -85,7 +85,7 @@ class Preset:
 PRESETS = {
     # The published protocol: full splits, 100 epochs, selection by validation MSE.
     "paper": Preset(2000, 1000, 1000, 100, 100, 2000),
-    # 5.5 minutes on a 2-core CPU (measured); already orders S5 < S5-append < S5-drop.
+    # About 6 minutes on a 2-core CPU (measured); already orders S5 < S5-append < S5-drop.
     "quick": Preset(512, 256, 256, 20, 3, 128),
     # Seconds-scale smoke run (CI, the notebook's default).
     "tiny": Preset(32, 16, 16, 2, 1, 16),

@@ -51,7 +51,8 @@ def zoh_coefficients(lam: Complex[Array, " P"], step: Float[Array, "*L P"]):
     $z = \Lambda\Delta$), so a backward pass costs no transcendentals beyond
     the forward ones."""
     lam_bar, expm1_z = _exp_and_expm1(lam * step)
-    return lam_bar, expm1_z * (1.0 / lam)  # (P,) reciprocal: one division per state, not per step
+    # 1/Λ is (P,): under vmap one division per state, not per (series, state).
+    return lam_bar, expm1_z * (1.0 / lam)
 
 
 @zoh_coefficients.defjvp
