@@ -1,6 +1,8 @@
 """CRURegressor through the shared estimator interface (tabular inputs, so
 no CNN: fast)."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -38,3 +40,11 @@ def test_needs_per_step_targets():
     X, _, times = make_data()
     with pytest.raises(ValueError, match="per observation"):
         CRURegressor(encoder="identity", max_epochs=1).fit(X, np.zeros(len(X)), times=times)
+
+
+def test_pickle_round_trip_predicts_the_same():
+    X, y, times = make_data()
+    model = CRURegressor(encoder="identity", max_epochs=1, batch_size=4, random_state=0).fit(X, y, times=times)
+    again = pickle.loads(pickle.dumps(model))
+    for a, b in zip(model.predict(X, times=times), again.predict(X, times=times)):
+        np.testing.assert_array_equal(a, b)

@@ -30,6 +30,16 @@ from ._cru_math import (
 )
 
 
+# Module-level activations, so a fitted CRU pickles: `jnp.tanh` (a wrapped
+# ufunc) and MLP's default final activation (a lambda) cannot be pickled.
+def _tanh(x):
+    return jnp.tanh(x)
+
+
+def _identity(x):
+    return x
+
+
 def _inverse_softplus(y: float) -> float:
     return math.log(math.expm1(y))
 
@@ -129,10 +139,10 @@ class CRU(eqx.Module):
         self.basis_band = jnp.zeros((num_basis, 4, n_band))
         self.coefficient_net = eqx.nn.Linear(2 * m, num_basis, key=keys[3])
         self.mean_decoder = eqx.nn.MLP(
-            2 * m, out_features, hidden_size, depth=1, activation=jnp.tanh, key=keys[4]
+            2 * m, out_features, hidden_size, depth=1, activation=_tanh, final_activation=_identity, key=keys[4]
         )
         self.var_decoder = eqx.nn.MLP(
-            3 * m, out_features, hidden_size, depth=1, activation=jnp.tanh, key=keys[5]
+            3 * m, out_features, hidden_size, depth=1, activation=_tanh, final_activation=_identity, key=keys[5]
         )
         self.in_features = in_features
         self.out_features = out_features
