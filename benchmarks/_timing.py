@@ -126,8 +126,16 @@ def compile_with_memory(fn: Callable, *args) -> tuple[Callable, Memory, float]:
 
 
 def shapes_of(tree: Any) -> Any:
-    """Replace every array in `tree` by its `jax.ShapeDtypeStruct`."""
-    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
+    """Replace every array in `tree` by its `jax.ShapeDtypeStruct` (with its
+    sharding when it is spread over several devices)."""
+
+    def shape(x):
+        sharding = getattr(x, "sharding", None)
+        if sharding is not None and len(sharding.device_set) > 1:
+            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)
+        return jax.ShapeDtypeStruct(x.shape, x.dtype)
+
+    return jax.tree.map(shape, tree)
 
 
 def gib(n_bytes: float | None) -> str:
@@ -184,6 +192,6 @@ def print_header(title: str) -> None:
     print(
         f"# {datetime.datetime.now().isoformat(timespec='seconds')}  "
         f"cores={len(os.sched_getaffinity(0))}  cpu={cpu_model()!r}  "
-        f"jax={jax.__version__}  backend={jax.default_backend()}  "
+        f"jax={jax.__version__}  backend={jax.default_backend()}  devices={jax.device_count()}  "
         f"load1={os.getloadavg()[0]:.2f}"
     )

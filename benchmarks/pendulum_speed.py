@@ -10,6 +10,7 @@
 
     python3 benchmarks/pendulum_speed.py            # 256 sequences
     python3 benchmarks/pendulum_speed.py --quick    # 64 sequences
+    JAX_NUM_CPU_DEVICES=2 python3 benchmarks/pendulum_speed.py   # batches split over 2 CPU devices
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from _timing import print_header, print_table, seconds, time_interleaved
 
 from s5ts.data import to_panel
 from s5ts.datasets import load_pendulum
+from s5ts.estimators._devices import placement_for
 from s5ts.estimators._training import make_optimizer, padded_batch, train_step
 from s5ts.experiments.pendulum import PRESETS, make_model
 
@@ -34,15 +36,17 @@ OFFICIAL_STEP_SECONDS = 0.65  # paper-results.md: official S5 code, batch 32, th
 def _step_call(estimator, panel, y, rows):
     """The compiled training step of a fitted estimator and one real batch."""
     data = estimator._sequences(panel, estimator.preprocessing_, *estimator._encode_targets(y, panel, state=estimator._target_state())[:2])
-    batch = padded_batch(data, np.arange(rows), rows)
-    state = estimator._training_state_
+    # Placed as training places it: split over the local devices, if several.
+    placement = placement_for(rows)
+    batch = placement.put_batch(padded_batch(data, np.arange(rows), rows))
+    model, opt_state = placement.replicate((estimator._training_state_.model, estimator._training_state_.opt_state))
     optimizer = make_optimizer(float(estimator.weight_decay), estimator.grad_clip)
     rates = {"regular": jnp.float32(1e-3), "ssm": jnp.float32(1e-3)}
     loss_fn = estimator._loss_fn()
     key = jax.random.key(0)
 
     def step():
-        return train_step(state.model, state.opt_state, batch, rates, key, optimizer, loss_fn)[2]
+        return train_step(model, opt_state, batch, rates, key, optimizer, loss_fn)[2]
 
     return step
 

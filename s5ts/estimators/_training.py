@@ -5,6 +5,9 @@ series of one length bucket and are padded to a fixed number of rows (the
 batch size, or the next power of two for smaller data sets), so a fit
 compiles one training step per bucket (about log2(max/min) + 2 shapes).
 
+Batches are split row-wise over the local devices when there are several
+(`_devices.py`); the result's model comes back on the default device.
+
 Optimiser: gradient clipping, then AdamW for ordinary parameters and Adam
 without weight decay for the SSM parameters (Λ, B̃, log Δ), each with its own
 learning rate; warm-up then cosine decay. Learning rates enter the compiled
@@ -28,6 +31,7 @@ import numpy as np
 import optax
 
 from ..data import bucket_length, make_batches, pad_batch
+from ._devices import placement_for, to_default_device
 
 #: Leaf names of S5SSM parameters that get the SSM learning rate and no decay.
 SSM_PARAMETERS = frozenset({"log_neg_real", "lambda_imag", "B_re", "B_im", "log_step"})
@@ -122,9 +126,12 @@ def batch_rows(n: int, batch_size: int) -> int:
 
 def iterate_batches(
     data: Sequences, rows: int, *, shuffle: bool, rng: np.random.Generator | None = None
-) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+) -> Iterator[tuple[np.ndarray, dict]]:
+    """(indices, batch) pairs; each batch split over the local devices
+    (`placement_for(rows)`)."""
+    placement = placement_for(rows)
     for indices in make_batches(data.lengths, rows, shuffle=shuffle, rng=rng):
-        yield indices, padded_batch(data, indices, rows)
+        yield indices, placement.put_batch(padded_batch(data, indices, rows))
 
 
 def _label(path, _leaf) -> str:
@@ -208,7 +215,9 @@ def predict_batch(model, batch):
 def evaluate(model, data: Sequences, batch_size: int, metric_fn) -> float:
     """The mean of `metric_fn` over every real element of `data`."""
     total, count = 0.0, 0.0
-    for _, batch in iterate_batches(data, batch_rows(len(data), batch_size), shuffle=False):
+    rows = batch_rows(len(data), batch_size)
+    model = placement_for(rows).replicate(model)
+    for _, batch in iterate_batches(data, rows, shuffle=False):
         s, c = evaluate_batch(model, batch, metric_fn)
         total += float(s)
         count += float(c)
@@ -218,7 +227,9 @@ def evaluate(model, data: Sequences, batch_size: int, metric_fn) -> float:
 def predict_outputs(model, data: Sequences, batch_size: int) -> list:
     """Network outputs per series, in input order (numpy; per step: trimmed to L_i)."""
     results: list = [None] * len(data)
-    for indices, batch in iterate_batches(data, batch_rows(len(data), batch_size), shuffle=False):
+    rows = batch_rows(len(data), batch_size)
+    model = placement_for(rows).replicate(model)
+    for indices, batch in iterate_batches(data, rows, shuffle=False):
         outputs = jax.tree.map(np.asarray, predict_batch(model, batch))
         for row, i in enumerate(indices):
             item = jax.tree.map(lambda o: o[row], outputs)
@@ -320,7 +331,10 @@ def train(
     optimizer = make_optimizer(float(config.weight_decay), config.grad_clip)
 
     first_step = state.step
-    model, opt_state, step = state.model, state.opt_state, state.step
+    # Replicated over the devices that share each batch; back on the default
+    # device in the result.
+    model, opt_state = placement_for(rows).replicate((state.model, state.opt_state))
+    step = state.step
     history = list(state.history)
     # `good` is the state after the last epoch that finished with a finite
     # loss: what a NaN or a Ctrl-C falls back to.
@@ -329,7 +343,14 @@ def train(
     since_best = 0
 
     def result(interrupted=False):
-        return TrainingResult(model=best_model, state=good, best_epoch=best_epoch, interrupted=interrupted)
+        return TrainingResult(
+            model=to_default_device(best_model),
+            state=dataclasses.replace(
+                good, model=to_default_device(good.model), opt_state=to_default_device(good.opt_state)
+            ),
+            best_epoch=best_epoch,
+            interrupted=interrupted,
+        )
 
     progress = _progress(epochs, config.verbose)
     try:
