@@ -9,12 +9,14 @@ import pytest
 
 from conftest import to_float64
 from s5ts.nn import (
+    ACTIVATIONS,
     GaussianHead,
     IdentityEncoder,
     S5Block,
     SequenceNetwork,
     masked_last,
     masked_mean,
+    make_activation,
 )
 
 
@@ -28,7 +30,7 @@ def make_network(getkey, *, pooling="none", bidirectional=False, n_extra=0, acti
     )
 
 
-@pytest.mark.parametrize("activation", ["gelu", "glu", "half_glu"])
+@pytest.mark.parametrize("activation", ACTIVATIONS)
 @pytest.mark.parametrize("prenorm", [False, True])
 def test_step_mode_equals_sequence_mode(x64, getkey, activation, prenorm):
     net = to_float64(make_network(getkey, activation=activation, prenorm=prenorm))
@@ -111,3 +113,30 @@ def test_errors(getkey):
         make_network(getkey, n_extra=2)(jnp.ones((4, 3)), jnp.ones(4))
     with pytest.raises(ValueError, match="activation"):
         S5Block(4, 2, 1, activation="relu", key=getkey())
+
+
+def _dense(linear, x):
+    return np.asarray(linear.weight) @ x + np.asarray(linear.bias)
+
+
+def _gelu(x):
+    # the tanh form: jax.nn.gelu's default, and Flax's (the official S5 code)
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_activations_match_their_formulas(x64, getkey, name):
+    """Each activation against its definition in numpy (float64)."""
+    module = to_float64(make_activation(name, 5, key=getkey()))
+    x = np.random.default_rng(3).normal(size=5) * 2.0
+    expected = {
+        "gelu": lambda: _gelu(x),
+        "glu": lambda: _dense(module.value, _gelu(x)) * _sigmoid(_dense(module.gate, _gelu(x))),
+        "half_glu": lambda: _gelu(x) * _sigmoid(_dense(module.gate, _gelu(x))),
+        "half_glu2": lambda: x * _sigmoid(_dense(module.gate, _gelu(x))),
+    }[name]()
+    np.testing.assert_allclose(module(jnp.asarray(x)), expected, rtol=1e-12, atol=1e-12)

@@ -75,6 +75,14 @@ def test_cli_tiny_run_writes_results(tmp_path):
         merge_results([more, more], tmp_path / "twice", plots=False)
     with pytest.raises(ValueError, match="no results.json"):
         merge_results([tmp_path / "cache"], tmp_path / "none", plots=False)
+    # S5 seeds trained with another configuration do not merge into one mean.
+    other = json.loads((more / "results.json").read_text())
+    other["s5_config"] = {**other["s5_config"], "activation": "gelu"}
+    other["runs"][0]["seed"] = 7
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "results.json").write_text(json.dumps(other))
+    with pytest.raises(ValueError, match="different s5_config"):
+        merge_results([out, tmp_path / "other"], tmp_path / "mixed", plots=False)
 
 
 def test_notebook_runs_on_tiny_preset(tmp_path):

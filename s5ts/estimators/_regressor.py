@@ -51,7 +51,7 @@ class S5Regressor(RegressorMixin, S5Estimator):
     - Architecture: `n_layers`, `d_model` (H), `state_size` (P complex
       states), `blocks` (J HiPPO-N blocks), `discretization` ("zoh" |
       "bilinear"), `bidirectional`, `activation` ("gelu" | "glu" |
-      "half_glu"), `prenorm`, `dropout`, `dt_min`/`dt_max` (initial
+      "half_glu" | "half_glu2"), `prenorm`, `dropout`, `dt_min`/`dt_max` (initial
       timescales), `encoder` ("identity" | "pendulum_cnn"), `pooling`
       ("mean" | "last", for sequence-level targets).
     - Time: `time_handling` = "gaps" (S5) | "drop" (every gap 1: S5-drop) |

@@ -30,7 +30,7 @@ S5_PAPER_CONFIG = dict(
     d_model=30,
     state_size=8,  # 16 before conjugate symmetry
     blocks=8,
-    activation="half_glu",
+    activation="half_glu2",  # x ⊙ σ(W GELU(x)), as the official run scripts
     prenorm=False,
     dropout=0.0,
     discretization="zoh",
@@ -278,7 +278,9 @@ def merge_results(directories: list[str | Path], out: str | Path, *, plots: bool
     """Combine the `results.json` of runs made separately — other seeds
     (`first_seed`), other models, other machines — into one table in `out`.
 
-    The runs must share a preset and must not repeat a (model, seed) pair.
+    The runs must share a preset and must not repeat a (model, seed) pair;
+    the folders with S5-family runs must share their S5 configuration, and
+    those with CRU runs the CRU configuration.
 
     **Returns:** the merged `results.json` content.
     """
@@ -293,6 +295,14 @@ def merge_results(directories: list[str | Path], out: str | Path, *, plots: bool
     presets = {r["preset"] for r in results}
     if len(presets) > 1:
         raise ValueError(f"cannot merge different presets {sorted(presets)} from {[str(d) for d in directories]}")
+    configs = {}
+    for key, family in (("s5_config", set(_TIME_HANDLING)), ("cru_config", {"CRU"})):
+        trained = [(d, r[key]) for d, r in zip(directories, results) if any(run["model"] in family for run in r["runs"])]
+        if any(config != trained[0][1] for _, config in trained):
+            differing = {str(d): config for d, config in trained}
+            raise ValueError(f"cannot merge runs trained with different {key}: {differing}")
+        if trained:
+            configs[key] = trained[0][1]
     runs, curves, source = [], {}, {}
     for directory, result in zip(directories, results):
         for run in result["runs"]:
@@ -303,7 +313,7 @@ def merge_results(directories: list[str | Path], out: str | Path, *, plots: bool
             runs.append(run)
         curves.update(result["curves"])
     runs.sort(key=lambda run: (MODELS.index(run["model"]), run["seed"]))
-    merged = {**results[0], "summary": summarise(runs), "runs": runs, "curves": curves,
+    merged = {**results[0], **configs, "summary": summarise(runs), "runs": runs, "curves": curves,
               "merged_from": [str(d) for d in directories]}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

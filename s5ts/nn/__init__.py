@@ -2,7 +2,7 @@
 blocks, encoders and the sequence network. Every module sees one sequence;
 batch with `jax.vmap`."""
 
-from ._block import ACTIVATIONS, GELU, GLU, HalfGLU, S5Block, make_activation, make_blocks
+from ._block import ACTIVATIONS, GELU, GLU, HalfGLU, HalfGLU2, S5Block, make_activation, make_blocks
 from ._discretisation import DISCRETISATIONS, ZOH, Bilinear, Discretisation, complex_expm1, make_discretisation
 from ._encoders import ENCODERS, IdentityEncoder, PendulumCNN, make_encoder
 from ._init import block_diagonal_hippo, diagonalised_hippo_n, hippo_n
@@ -15,6 +15,7 @@ __all__ = [
     "GELU",
     "GLU",
     "HalfGLU",
+    "HalfGLU2",
     "S5Block",
     "make_activation",
     "make_blocks",

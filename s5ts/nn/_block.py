@@ -34,7 +34,8 @@ class GLU(eqx.Module):
 
 
 class HalfGLU(eqx.Module):
-    """The S5 paper's "half GLU": g ⊙ σ(W g), g = GELU(x)."""
+    """The S5 paper's "half GLU": g ⊙ σ(W g), g = GELU(x) (the official
+    code's "half_glu1")."""
 
     gate: eqx.nn.Linear
 
@@ -46,7 +47,21 @@ class HalfGLU(eqx.Module):
         return g * jax.nn.sigmoid(self.gate(g))
 
 
-ACTIVATIONS = ("gelu", "glu", "half_glu")
+class HalfGLU2(eqx.Module):
+    """The official S5 code's "half_glu2": x ⊙ σ(W GELU(x)). Only the gate
+    sees GELU; the value is the SSM's output itself. The S5 authors' pendulum
+    configuration uses it."""
+
+    gate: eqx.nn.Linear
+
+    def __init__(self, features: int, *, key: PRNGKeyArray):
+        self.gate = eqx.nn.Linear(features, features, key=key)
+
+    def __call__(self, x: Float[Array, " H"]) -> Float[Array, " H"]:
+        return x * jax.nn.sigmoid(self.gate(jax.nn.gelu(x)))
+
+
+ACTIVATIONS = ("gelu", "glu", "half_glu", "half_glu2")
 
 
 def make_activation(name: str, features: int, *, key: PRNGKeyArray) -> eqx.Module:
@@ -57,6 +72,8 @@ def make_activation(name: str, features: int, *, key: PRNGKeyArray) -> eqx.Modul
         return GLU(features, key=key)
     if name == "half_glu":
         return HalfGLU(features, key=key)
+    if name == "half_glu2":
+        return HalfGLU2(features, key=key)
     raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
 
 
@@ -66,7 +83,7 @@ class S5Block(eqx.Module):
 
     **Arguments:** `d_model` H, `state_size` P, `blocks` J, `discretization`,
     `bidirectional`, `scan`, `dt_min`, `dt_max` (see `S5SSM`); `activation`
-    ("gelu" | "glu" | "half_glu"); `dropout` rate; `prenorm`; `key`.
+    ("gelu" | "glu" | "half_glu" | "half_glu2"); `dropout` rate; `prenorm`; `key`.
 
     **Call:** `block(x, gaps, mask=None, state=None, *, key=None,
     inference=True) -> (y (L, H), state_last (P,))`.
