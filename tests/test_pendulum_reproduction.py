@@ -34,6 +34,9 @@ def test_summary_mean_std_and_speed():
     assert "| S5 | 4.00 ± 1.41 (n=2) | 3.41 ± 0.27 |" in table
     # per sequence: CRU 20 s for 2 sequences vs S5 2 s for 4 sequences
     assert "CRU is 20.0× slower" in table
+    # merged runs were timed apart: no speed ratio claimed
+    merged = results_markdown(summary, "tiny", PRESETS["tiny"], merged=True)
+    assert "slower" not in merged and "not a side-by-side speed comparison" in merged
 
 
 def test_cli_rejects_bad_arguments(capsys):

@@ -155,7 +155,9 @@ def summarise(runs: list[dict]) -> dict:
     return summary
 
 
-def results_markdown(summary: dict, preset_name: str, preset: Preset) -> str:
+def results_markdown(summary: dict, preset_name: str, preset: Preset, *, merged: bool = False) -> str:
+    """The results table. `merged`: the runs come from separate processes
+    (`merge_results`), so their epoch times were not measured side by side."""
     lines = [
         f"# Irregular pendulum: preset `{preset_name}`",
         "",
@@ -176,7 +178,12 @@ def results_markdown(summary: dict, preset_name: str, preset: Preset) -> str:
         "Published: S5 paper Table 3 / Table 9 (S5 rows 20 seeds; CRU from the CRU paper, 5 seeds); "
         f"RoMAE reports {PUBLISHED['RoMAE'][0]} ± {PUBLISHED['RoMAE'][1]}.",
     ]
-    if "S5" in summary and "CRU" in summary:
+    if merged:
+        lines.append(
+            "\nMerged from runs made apart (other processes, cores or loads): the seconds per epoch are "
+            "not a side-by-side speed comparison; see benchmarks/pendulum_speed.py for that."
+        )
+    elif "S5" in summary and "CRU" in summary:
         ratio = summary["CRU"]["seconds_per_epoch"] / summary["S5"]["seconds_per_epoch"]
         per_sequence = ratio * summary["S5"]["n_train_sequences"] / summary["CRU"]["n_train_sequences"]
         lines.append(
@@ -326,7 +333,9 @@ def _write_results(result: dict, out: Path, *, plots: bool) -> None:
     (out / "results.json").write_text(json.dumps(result, indent=2))
     _write_csv(out / "results.csv", result["runs"])
     preset = result["preset"]
-    (out / "results.md").write_text(results_markdown(result["summary"], preset, PRESETS[preset]))
+    (out / "results.md").write_text(
+        results_markdown(result["summary"], preset, PRESETS[preset], merged="merged_from" in result)
+    )
     if plots:
         from ._plots import plot_learning_curves
 
