@@ -185,18 +185,19 @@ def main(argv: list[str] | None = None) -> None:
     ssm, u, gaps = make_inputs(args.batch, args.length, args.d_model, args.state, key=jax.random.key(0))
     gap_arrays = {"irregular": gaps, "constant": jnp.ones_like(gaps)}
 
-    variants = {name: (*variant, (ssm, u, gap_arrays[variant[1]])) for name, variant in VARIANTS.items()}
+    # name -> (layer, autodiff, arguments)
+    variants = {name: (layer, autodiff, (ssm, u, gap_arrays[kind])) for name, (layer, kind, autodiff) in VARIANTS.items()}
     placement = placement_for(args.batch)
     if placement.n_devices > 1:
         rows = placement.put_batch({"u": u, "gaps": gaps})
         split = (placement.replicate(ssm), rows["u"], rows["gaps"])
         for name in (FIXED, PER_STEP):
-            layer, gap_kind, autodiff = VARIANTS[name]
-            variants[f"{name}, batch over {placement.n_devices} devices"] = (layer, gap_kind, autodiff, split)
+            layer, _, autodiff = VARIANTS[name]
+            variants[f"{name}, batch over {placement.n_devices} devices"] = (layer, autodiff, split)
 
     results = {}
     fwd_calls, fb_calls = {}, {}
-    for name, (layer, gap_kind, autodiff, call_args) in variants.items():
+    for name, (layer, autodiff, call_args) in variants.items():
         fb, memory, compile_s = compile_variant(forward_backward, layer, autodiff, call_args)
         results[name] = {"memory": memory, "compile": compile_s}
         if memory.total > args.max_gib * T.GIB:
@@ -230,9 +231,11 @@ def main(argv: list[str] | None = None) -> None:
     per = fb_times[PER_STEP]
     value, low = per.median / fb_times[base].median, per.low / fb_times[base].low
     print(f"\nper-step gaps / fixed step, forward+backward, one device = {value:.2f}x (medians), {low:.2f}x (minima)")
-    # Each variant at its faster placement (one device, or the batch split).
-    fixed_best = min((t for n, t in fb_times.items() if n.startswith(FIXED)), key=lambda t: t.median)
-    per_best = min((t for n, t in fb_times.items() if n.startswith(PER_STEP)), key=lambda t: t.median)
+    def fastest(variant):
+        """The variant at its faster placement (one device, or the batch split)."""
+        return min((t for n, t in fb_times.items() if n.startswith(variant)), key=lambda t: t.median)
+
+    fixed_best, per_best = fastest(FIXED), fastest(PER_STEP)
     print(
         f"per-step gaps / fixed step, forward+backward, each at its faster placement = "
         f"{per_best.median / fixed_best.median:.2f}x (medians), {per_best.low / fixed_best.low:.2f}x (minima)   "
