@@ -2,11 +2,14 @@
 
 1. One S5 training step (the paper's model, batch 32, 50 frames) against the
    official code's 0.65 s per step on this kind of 2-core CPU (spec:
-   paper-results.md; the official code is not run here).
+   the project's reference numbers; the official code is not run here).
 2. Training epochs of S5 against CRU on the same sequences, alternating
    (medians of `--epochs`, after one warm-up epoch that compiles).
 3. The per-frame CNN's forward+backward: patch-matrix convolution (what
    PendulumCNN does) against XLA's convolution on the same parameters.
+4. Derived from 1 and 3: what each step spends beyond the shared CNN, and
+   the ceiling the CNN puts on the CRU/S5 step ratio (CRU step / CNN: the
+   ratio if S5's own layers took no time at all).
 
     python3 benchmarks/pendulum_speed.py            # 256 sequences
     python3 benchmarks/pendulum_speed.py --quick    # 64 sequences
@@ -30,7 +33,7 @@ from s5ts.estimators._devices import placement_for
 from s5ts.estimators._training import make_optimizer, padded_batch, train_step
 from s5ts.experiments.pendulum import PRESETS, make_model
 
-OFFICIAL_STEP_SECONDS = 0.65  # paper-results.md: official S5 code, batch 32, this kind of CPU
+OFFICIAL_STEP_SECONDS = 0.65  # measured once: official S5 code, batch 32, this kind of CPU
 
 
 def _step_call(estimator, panel, y, rows):
@@ -106,16 +109,21 @@ def main() -> None:
     )
 
     s5_step = steps["S5 step (batch 32)"].median
+    cru_step = steps["CRU step (batch 32)"].median
+    cnn_step = cnn_times["CNN patch matrices"].median  # the CNN part of either step at batch 32
     print_table(
         ["measurement", "median", "ratio"],
         [
             ["S5 training step, batch 32", seconds(s5_step), f"{OFFICIAL_STEP_SECONDS / s5_step:.2f}× faster than official 0.65 s"],
-            ["CRU training step, batch 32", seconds(steps["CRU step (batch 32)"].median), f"{steps['CRU step (batch 32)'].median / s5_step:.1f}× S5's step"],
+            ["CRU training step, batch 32", seconds(cru_step), f"{cru_step / s5_step:.1f}× S5's step"],
             [f"S5 epoch ({n} seqs)", seconds(epoch_seconds["S5"]), ""],
             [f"CRU epoch ({n} seqs)", seconds(epoch_seconds["CRU"]), f"{epoch_seconds['CRU'] / epoch_seconds['S5']:.1f}× S5's epoch"],
             ["CNN fwd+bwd, 1600 frames: patch matrices", seconds(cnn_times["CNN patch matrices"].median), ""],
             ["CNN fwd+bwd, 1600 frames: XLA conv", seconds(cnn_times["CNN XLA convolution"].median),
-             f"{cnn_times['CNN XLA convolution'].median / cnn_times['CNN patch matrices'].median:.2f}× patch matrices"],
+             f"{cnn_times['CNN XLA convolution'].median / cnn_step:.2f}× patch matrices"],
+            ["S5 step beyond the CNN, batch 32", seconds(s5_step - cnn_step), ""],
+            ["CRU step beyond the CNN, batch 32", seconds(cru_step - cnn_step), f"{(cru_step - cnn_step) / (s5_step - cnn_step):.1f}× S5's"],
+            ["ceiling on the step ratio: CRU step / CNN", "", f"{cru_step / cnn_step:.1f}× (S5 layers free)"],
         ],
     )
 

@@ -24,7 +24,7 @@ from ..data import to_panel
 from ..datasets import load_pendulum
 from ..estimators import S5Regressor
 
-#: The S5 authors' pendulum configuration (paper-results.md).
+#: The S5 authors' pendulum configuration (the paper, and the official run scripts' activation).
 S5_PAPER_CONFIG = dict(
     n_layers=4,
     d_model=30,
@@ -47,7 +47,7 @@ S5_PAPER_CONFIG = dict(
     standardize=False,
 )
 
-#: CRU's published training setting (cru.md).
+#: CRU's published training setting (the CRU paper).
 CRU_PAPER_CONFIG = dict(encoder="pendulum_cnn", learning_rate=1e-3, batch_size=50, weight_decay=0.0)
 
 #: Published test MSE × 10⁻³ (mean, std) — S5 paper Table 3 / Table 9.
@@ -73,7 +73,7 @@ class Preset:
     n_test: int
     s5_epochs: int
     cru_epochs: int
-    cru_n_train: int  # CRU is ~20-100× slower per epoch: the quick presets train it on fewer series
+    cru_n_train: int  # CRU is ~5× slower per epoch on CPU: the quick presets train it on fewer series
 
     def describe(self) -> str:
         return (
@@ -87,7 +87,7 @@ PRESETS = {
     "paper": Preset(2000, 1000, 1000, 100, 100, 2000),
     # About 6 minutes on a 2-core CPU (measured); already orders S5 < S5-append < S5-drop.
     "quick": Preset(512, 256, 256, 20, 3, 128),
-    # Seconds-scale smoke run (CI, the notebook's default).
+    # Seconds-scale smoke run (CI runs the notebook with it).
     "tiny": Preset(32, 16, 16, 2, 1, 16),
 }
 
