@@ -44,7 +44,7 @@ import _timing as T
 import jax
 import jax.numpy as jnp
 
-from s5ts.estimators._devices import placement_for
+from s5ts.training import placement_for
 from s5ts.nn import S5SSM, _scan, _ssm
 from s5ts.nn._scan import linear_scan
 

@@ -1,4 +1,4 @@
-"""Data parallelism over local devices (`s5ts.estimators._devices`).
+"""Data parallelism over local devices (`s5ts.training._devices`).
 
 The test process has one CPU device; a subprocess started with
 `JAX_NUM_CPU_DEVICES=2` trains the same estimators with every batch split
@@ -12,7 +12,7 @@ import textwrap
 import jax
 import numpy as np
 
-from s5ts.estimators._devices import Placement, placement_for
+from s5ts.training import Placement, placement_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -51,7 +51,7 @@ TWO_DEVICES = SETUP + textwrap.dedent(
     """
     import pickle, sys
     import jax
-    from s5ts.estimators._devices import placement_for
+    from s5ts.training import placement_for
 
     assert len(jax.devices()) == 2, jax.devices()
     assert placement_for(8).n_devices == 2

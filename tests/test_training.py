@@ -1,5 +1,5 @@
-"""s5ts.estimators._training and _losses: length buckets bound the number of
-compilations, the learning-rate schedule, the optimiser's parameter groups,
+"""s5ts.training: length buckets bound the number of compilations, the
+learning-rate schedule, the optimiser's parameter groups, early stopping,
 batching and the padded losses against naive references."""
 
 import logging
@@ -14,18 +14,22 @@ import pytest
 
 from s5ts import S5Regressor
 from s5ts.baselines import CRURegressor
-from s5ts.data import bucket_length
-from s5ts.estimators._losses import cross_entropy_loss, gaussian_nll_loss, mse_loss
-from s5ts.estimators._training import (
+from s5ts.data import bucket_length, plan_buckets
+from s5ts.training import (
+    EarlyStopping,
     Sequences,
     TrainingConfig,
     TrainingState,
     batch_rows,
-    learning_rate_at,
+    cross_entropy_loss,
+    gaussian_nll_loss,
     make_optimizer,
+    mse_loss,
     padded_batch,
     parameter_labels,
+    schedule_scales,
     train,
+    with_learning_rates,
 )
 from s5ts.nn import IdentityEncoder, S5Block, SequenceNetwork
 
@@ -72,11 +76,47 @@ BUCKET_FIT = dict(
 def test_lengths_5_to_5000_compile_one_step_per_bucket():
     lengths = [5, 6, 7, 8, 700, 800, 900, 1000, 4500, 5000]
     X, y = series_of_lengths(lengths, 3)
-    buckets = {bucket_length(L) for L in lengths}
-    assert buckets == {8, 1024, 8192}
+    assert {bucket_length(L) for L in lengths} == {8, 1024, 8192}
+    # 8 -> 1024 adds 4 * 1016 padded steps (within the budget); 1024 -> 5000
+    # would add 4 * 3976: the plan keeps two buckets.
+    buckets = plan_buckets(lengths)
+    assert buckets.tolist() == [1024, 5000]
     compiles = count_train_step_compilations(X, y, **BUCKET_FIT)
     assert compiles == len(buckets)  # not one per distinct length (10)
     assert compiles <= math.log2(max(lengths) / min(lengths)) + 2
+
+
+def _naive_plan(lengths, budget):
+    """Brute force over every way to merge adjacent power-of-two buckets:
+    the fewest buckets whose extra padding stays within `budget`."""
+    import itertools
+
+    longest = max(lengths)
+    base = sorted({min(bucket_length(L), longest) for L in lengths})
+    best = base
+    for keep in itertools.product([False, True], repeat=len(base) - 1):
+        kept = [b for b, k in zip(base, keep) if k] + [base[-1]]
+        extra = sum(next(b for b in kept if b >= min(bucket_length(L), longest)) - min(bucket_length(L), longest) for L in lengths)
+        if extra <= budget and len(kept) < len(best):
+            best = kept
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bucket_plan_merges_as_far_as_the_budget_allows(seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(2, 3000, rng.integers(3, 40)).tolist()
+    budget = int(rng.choice([0, 500, 5000, 2**14]))
+    plan = plan_buckets(lengths, budget=budget).tolist()
+    assert plan[-1] == max(lengths) and plan == sorted(plan)
+    # as few buckets as any merge of adjacent buckets within the budget
+    # (greedy cheapest-first can tie but not lose on these sizes)
+    assert len(plan) <= len(_naive_plan(lengths, budget)) + 1
+    padded = [next(b for b in plan if b >= L) for L in lengths]
+    base = [min(bucket_length(L), max(lengths)) for L in lengths]
+    assert sum(padded) - sum(base) <= budget
+    if budget == 0:
+        assert plan == sorted(set(base))
 
 
 @pytest.mark.parametrize(
@@ -115,18 +155,30 @@ def test_batch_rows_bounds_the_number_of_row_counts():
 
 
 def test_learning_rate_warmup_then_cosine():
-    rates = [learning_rate_at(s, 100, 10, 2.0) for s in range(100)]
-    np.testing.assert_allclose(rates[:10], 2.0 * np.arange(1, 11) / 10)
-    np.testing.assert_allclose(rates[10], 2.0)
+    rates = schedule_scales(np.arange(101), 100, 10)
+    np.testing.assert_allclose(rates[:11], np.arange(11) / 10, atol=1e-7)  # linear from 0
     assert all(a >= b for a, b in zip(rates[10:], rates[11:]))  # decays monotonically
-    np.testing.assert_allclose(rates[55], 2.0 * 0.5 * (1 + math.cos(math.pi * 45 / 90)))
-    assert learning_rate_at(100, 100, 10, 2.0) == pytest.approx(0.0, abs=1e-12)
+    np.testing.assert_allclose(rates[55], 0.5 * (1 + math.cos(math.pi * 45 / 90)), rtol=1e-6)
+    assert rates[100] == pytest.approx(0.0, abs=1e-7)
 
 
 def test_constant_schedule_after_warmup():
-    assert learning_rate_at(0, None, 4, 1.0) == 0.25
-    assert [learning_rate_at(s, None, 4, 1.0) for s in (4, 50, 10**6)] == [1.0, 1.0, 1.0]
-    assert learning_rate_at(0, None, 0, 3.0) == 3.0
+    np.testing.assert_allclose(schedule_scales(np.array([0, 1, 4, 50, 10**6]), None, 4), [0, 0.25, 1, 1, 1])
+    np.testing.assert_allclose(schedule_scales(np.array([0, 7]), None, 0), [1, 1])
+    np.testing.assert_allclose(schedule_scales(np.array([0, 3]), 3, 3), [0, 1])  # no decay steps left
+
+
+def test_early_stopping_waits_for_the_warm_up_and_a_real_gain():
+    stopping = EarlyStopping(patience=2, tol=0.01, start=3)
+    flat = [stopping.update(epoch, 1.0) for epoch in range(4)]
+    assert flat == [True, False, False, False] and not stopping.should_stop  # epochs 0-2: warm-up
+    assert not stopping.update(4, 1.0) and stopping.should_stop
+    stopping = EarlyStopping(patience=2, tol=0.01)
+    stopping.update(0, 1.0)
+    assert stopping.update(1, 0.995)  # the lowest: kept as the best model...
+    assert stopping.since_improvement == 1  # ...but below tol: no improvement
+    assert stopping.update(2, 0.5) and stopping.since_improvement == 0
+    assert not EarlyStopping(None).should_stop
 
 
 # --------------------------------------------------------------------------
@@ -156,13 +208,24 @@ def test_ssm_parameters_are_labelled(network):
 def test_weight_decay_spares_the_ssm_parameters(network):
     params = eqx.filter(network, eqx.is_inexact_array)
     optimizer = make_optimizer(0.1, None)
-    state = optimizer.init(params)
+    state = with_learning_rates(optimizer.init(params), {"regular": 2.0, "ssm": 3.0})
     zero = jax.tree.map(jnp.zeros_like, params)
     updates, _ = optimizer.update(zero, state, params)
     labels = parameter_labels(params)
     for update, param, label in zip(jax.tree.leaves(updates), jax.tree.leaves(params), jax.tree.leaves(labels)):
-        expected = 0.1 * param if label == "regular" else jnp.zeros_like(param)
+        expected = -2.0 * 0.1 * param if label == "regular" else jnp.zeros_like(param)
         np.testing.assert_allclose(update, expected, rtol=1e-6)
+
+
+def test_each_group_steps_at_its_own_learning_rate(network):
+    # Adam's first step is sign(g) (up to eps), so an update is -rate * sign(g).
+    params = eqx.filter(network, eqx.is_inexact_array)
+    optimizer = make_optimizer(0.0, None)
+    state = with_learning_rates(optimizer.init(params), {"regular": 0.01, "ssm": 0.5})
+    ones = jax.tree.map(jnp.ones_like, params)
+    updates, _ = optimizer.update(ones, state, params)
+    for update, label in zip(jax.tree.leaves(updates), jax.tree.leaves(parameter_labels(params))):
+        np.testing.assert_allclose(update, -(0.01 if label == "regular" else 0.5), rtol=1e-5)
 
 
 def test_gradients_are_clipped_to_the_global_norm(network):

@@ -42,6 +42,7 @@ _TRAINING_PARAMETERS = SharedParameters(
         "grad_clip",
         "validation_fraction",
         "n_iter_no_change",
+        "tol",
         "standardize",
         "first_gap",
         "random_state",

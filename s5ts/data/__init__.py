@@ -3,7 +3,10 @@
 Pure numpy/pandas: no JAX, no scikit-learn.
 """
 
+from ._batching import MERGE_BUDGET as MERGE_BUDGET
+from ._batching import assign_buckets as assign_buckets
 from ._batching import bucket_length as bucket_length
+from ._batching import plan_buckets as plan_buckets
 from ._batching import make_batches as make_batches
 from ._batching import pad_batch as pad_batch
 from ._panel import RaggedPanel as RaggedPanel
@@ -19,6 +22,8 @@ from ._targets import to_targets as to_targets
 __all__ = [
     "RaggedPanel",
     "Targets",
+    "MERGE_BUDGET",
+    "assign_buckets",
     "bucket_length",
     "check_columns",
     "frames_from_multiindex",
@@ -26,6 +31,7 @@ __all__ = [
     "make_batches",
     "pad_batch",
     "panel_to_frames",
+    "plan_buckets",
     "time_scale_from",
     "to_panel",
     "to_targets",

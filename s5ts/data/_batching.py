@@ -7,6 +7,11 @@ lengths 5..5000 fall in 11 buckets (8, 16, ..., 8192), so at most about
 log2(max/min) + 2 shapes. Padding costs at most 2x the work of the longest
 series in a bucket.
 
+`plan_buckets` then merges the short buckets of a small data set into the
+next longer one while that adds few padded steps (each bucket is one more
+compilation, which costs seconds on a CPU; padding a few thousand steps
+costs far less).
+
 Padded steps carry `fill` (0 by default, which is also the right gap for
 padded steps: a zero gap leaves the state unchanged) and `mask` False;
 padded rows (`batch_size=`) are all mask False.
@@ -36,6 +41,69 @@ def bucket_length(L: int, min_length: int = 8) -> int:
     return max(1 << (L - 1).bit_length(), int(min_length))
 
 
+#: Padded steps per epoch that merging buckets may add (`plan_buckets`): at
+#: about 1e-5 s per padded step of a default-sized model on one CPU core,
+#: 2**14 of them cost about 0.2 s an epoch, against the 4-7 s a compilation
+#: of the training step takes (measured: docs/performance.md).
+MERGE_BUDGET = 2**14
+
+
+def plan_buckets(
+    lengths: Int[np.ndarray, " n"] | Sequence[int],
+    *,
+    min_length: int = 8,
+    budget: int = MERGE_BUDGET,
+) -> np.ndarray:
+    """The padded lengths a data set is batched at, sorted.
+
+    Start from the power-of-two buckets of `bucket_length`, the longest one
+    capped at the longest series (a data set of one length pays for no
+    padding). Then, cheapest first, merge a bucket into the next longer one
+    while the padded steps this adds, in total over all merges, stay within
+    `budget` (steps per epoch; 0 keeps every bucket). Fewer buckets mean
+    fewer compiled shapes.
+
+    >>> plan_buckets([5, 6, 30, 31]).tolist()  # 2 * 25 extra steps: merged
+    [31]
+    >>> plan_buckets([5, 6, 30, 31], budget=0).tolist()
+    [8, 31]
+    >>> plan_buckets([5] * 100 + [3000], budget=1000).tolist()
+    [8, 3000]
+    """
+    lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+    if lengths.size == 0:
+        raise ValueError("plan_buckets needs at least one length")
+    longest = int(lengths.max())
+    assigned = np.array([min(bucket_length(L, min_length), longest) for L in lengths])
+    buckets, counts = (list(a) for a in np.unique(assigned, return_counts=True))
+    spent = 0
+    while len(buckets) > 1:
+        costs = [counts[i] * (buckets[i + 1] - buckets[i]) for i in range(len(buckets) - 1)]
+        i = int(np.argmin(costs))
+        if spent + costs[i] > budget:
+            break
+        spent += costs[i]
+        merged = counts.pop(i)
+        buckets.pop(i)
+        counts[i] += merged  # now the next longer bucket
+    return np.asarray(buckets, dtype=np.int64)
+
+
+def assign_buckets(lengths, buckets) -> np.ndarray:
+    """The padded length of each series: the shortest of `buckets` (sorted)
+    that holds it.
+
+    >>> assign_buckets([3, 8, 9], [8, 31]).tolist()
+    [8, 8, 31]
+    """
+    lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+    buckets = np.asarray(buckets, dtype=np.int64)
+    index = np.searchsorted(buckets, lengths)
+    if lengths.size and index.max() >= len(buckets):
+        raise ValueError(f"a series of length {int(lengths.max())} is longer than every bucket {buckets.tolist()}")
+    return buckets[index]
+
+
 def make_batches(
     lengths: Int[np.ndarray, " n"] | Sequence[int],
     batch_size: int,
@@ -43,6 +111,7 @@ def make_batches(
     shuffle: bool,
     rng: np.random.Generator | int | None = None,
     min_length: int = 8,
+    buckets: Sequence[int] | None = None,
 ) -> list[np.ndarray]:
     """Split series indices into batches whose series share one bucket length.
 
@@ -55,6 +124,8 @@ def make_batches(
       bucket and buckets come shortest first (prediction).
     - `rng`: a `numpy.random.Generator` (or seed) used when shuffling.
     - `min_length`: see `bucket_length`.
+    - `buckets`: the padded lengths to group by (e.g. from `plan_buckets`);
+      default: the power-of-two buckets of `bucket_length`.
 
     **Returns:** a list of int64 index arrays. Each bucket ends with its
     partial batch, if any (nothing is dropped); so every index appears
@@ -68,10 +139,13 @@ def make_batches(
     lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
     if shuffle:
         rng = np.random.default_rng(rng)
-    buckets = np.array([bucket_length(L, min_length) for L in lengths], dtype=np.int64)
+    if buckets is None:
+        assigned = np.array([bucket_length(L, min_length) for L in lengths], dtype=np.int64)
+    else:
+        assigned = assign_buckets(lengths, buckets)
     batches = []
-    for b in np.unique(buckets):
-        members = np.flatnonzero(buckets == b)
+    for b in np.unique(assigned):
+        members = np.flatnonzero(assigned == b)
         if shuffle:
             members = rng.permutation(members)
         batches.extend(

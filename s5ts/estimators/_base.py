@@ -31,13 +31,13 @@ from ..nn import (
     make_blocks,
     make_encoder,
 )
-from ._training import (
+from ..training import (
     NonFiniteLossError,
     Sequences,
     TrainingConfig,
     TrainingResult,
     TrainingState,
-    init_optimizer_state,
+    enable_compilation_cache,
     predict_outputs,
     split_validation,
     train,
@@ -78,16 +78,35 @@ class Preprocessing:
         return cls(**data)
 
 
+def weighted_mean_std(values: np.ndarray, weights: np.ndarray | None = None):
+    """Mean and standard deviation of each column of `values` (m, k) over its
+    non-NaN entries, each row weighted by `weights` (m,) (a row of weight 2
+    counts as two copies of it)."""
+    observed = ~np.isnan(values)
+    w = observed * (1.0 if weights is None else np.asarray(weights, np.float64)[:, None])
+    total = w.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (w * np.nan_to_num(values)).sum(axis=0) / total
+        var = (w * np.nan_to_num(values - mean) ** 2).sum(axis=0) / total
+    return mean, np.sqrt(var)
+
+
 def learn_preprocessing(
-    panel: RaggedPanel, standardize: bool, time_handling: str = "gaps", first_gap: float = 1.0
+    panel: RaggedPanel,
+    standardize: bool,
+    time_handling: str = "gaps",
+    first_gap: float = 1.0,
+    weights: np.ndarray | None = None,
 ) -> Preprocessing:
-    """Feature means and standard deviations (over observed values), whether
-    any value is missing (then the network also sees an observed-channel
-    mask), and the time scale: the median gap between observations."""
+    """Feature means and standard deviations (over observed values, each
+    series weighted by `weights`), whether any value is missing (then the
+    network also sees an observed-channel mask), and the time scale: the
+    median gap between observations (unweighted: it describes the sampling,
+    not the series' importance)."""
     stacked = np.concatenate(panel.values, axis=0)
     if standardize:
-        mean = np.nanmean(stacked, axis=0)
-        std = np.nanstd(stacked, axis=0)
+        rows = None if weights is None else np.repeat(weights, panel.lengths)
+        mean, std = weighted_mean_std(stacked, rows)
         std = np.where(std > 0, std, 1.0)
     else:
         mean = np.zeros(panel.n_features)
@@ -149,6 +168,8 @@ def _check_params(estimator) -> None:
         value = getattr(estimator, name)
         if not (_is_real(value) and low <= value < 1.0):
             raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+    if not (_is_real(estimator.tol) and estimator.tol >= 0):
+        raise ValueError(f"tol must be a number >= 0, got {estimator.tol!r}")
     if not (_is_real(estimator.weight_decay) and estimator.weight_decay >= 0):
         raise ValueError(f"weight_decay must be >= 0, got {estimator.weight_decay!r}")
     for name in ("bidirectional", "prenorm", "standardize", "warm_start"):
@@ -210,6 +231,7 @@ class S5Estimator(BaseEstimator):
         grad_clip=1.0,
         validation_fraction=0.1,
         n_iter_no_change=10,
+        tol=1e-4,
         scan="auto",
         random_state=None,
         verbose=False,
@@ -240,6 +262,7 @@ class S5Estimator(BaseEstimator):
         self.grad_clip = grad_clip
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.scan = scan
         self.random_state = random_state
         self.verbose = verbose
@@ -249,9 +272,10 @@ class S5Estimator(BaseEstimator):
     def _check_task_params(self) -> None:
         """Validate the subclass's own constructor arguments."""
 
-    def _encode_targets(self, y, panel, *, state=None, classes=None):
+    def _encode_targets(self, y, panel, *, state=None, classes=None, weights=None):
         """(encoded targets, per_step, target state): `state` None learns the
-        target state (scaling, classes); otherwise encodes with the given one."""
+        target state (scaling, classes; weighted by the series' `weights`);
+        otherwise encodes with the given one."""
         raise NotImplementedError
 
     def _target_state(self):
@@ -265,6 +289,38 @@ class S5Estimator(BaseEstimator):
 
     def _fitted_metadata(self) -> dict:
         raise NotImplementedError
+
+    #: The validation figure's name in `history_` ("valid_" + this).
+    _metric_name = "loss"
+
+    def _check_sample_weight(self, sample_weight, panel):
+        """`sample_weight` as (n,) float64 weights ≥ 0, or None."""
+        if sample_weight is None:
+            return None
+        given = np.asarray(sample_weight)
+        if given.dtype.kind not in "biuf":
+            raise TypeError(f"sample_weight must be numeric, got dtype {given.dtype}")
+        given = given.astype(np.float64)
+        if given.ndim == 0:
+            given = np.full(panel.n_series, float(given))
+        if given.shape != (panel.n_series,):
+            raise ValueError(
+                f"sample_weight has shape {given.shape}; X has {panel.n_series} series, "
+                f"so it needs shape ({panel.n_series},)"
+            )
+        bad = np.flatnonzero(~np.isfinite(given) | (given < 0))
+        if bad.size:
+            raise ValueError(
+                f"sample_weight for series {panel.ids[int(bad[0])]!r} is {given[bad[0]]}; "
+                "weights must be finite and >= 0"
+            )
+        if not given.sum() > 0:
+            raise ValueError("sample_weight: every series has zero weight; at least one must be positive")
+        return given
+
+    def _task_weights(self, targets, target_state):
+        """Per-series weights the task adds (the classifier's `class_weight`), or None."""
+        return None
 
     _architecture_names = _ARCHITECTURE
 
@@ -293,7 +349,9 @@ class S5Estimator(BaseEstimator):
                 )
         return panel
 
-    def _sequences(self, panel: RaggedPanel, prep: Preprocessing, targets=None, per_step=False) -> Sequences:
+    def _sequences(
+        self, panel: RaggedPanel, prep: Preprocessing, targets=None, per_step=False, weights=None
+    ) -> Sequences:
         """Model-ready inputs: standardised features (NaN → 0, plus the
         observed-channel mask when the training data had missing values) and
         gaps in model time units, per `prep.time_handling`."""
@@ -323,6 +381,7 @@ class S5Estimator(BaseEstimator):
             extra=tuple(extra) if prep.time_handling == "append" else None,
             targets=targets,
             per_step=per_step,
+            weights=weights,
         )
 
     # ----- model -----
@@ -350,13 +409,14 @@ class S5Estimator(BaseEstimator):
         return TrainingConfig.from_estimator(self)
 
     # ----- fitting -----
-    def _fit(self, X, y, times, *, partial=False, classes=None, validation_data=None):
+    def _fit(self, X, y, times, *, sample_weight=None, partial=False, classes=None, validation_data=None):
         """The fit transaction. Everything is computed into locals and
         assigned in `_commit` at the end, so a fit that fails (bad input,
         Ctrl-C before the first epoch) leaves the estimator exactly as it was.
         A non-finite loss commits the best model of the epochs that finished
         (if any) and raises."""
         _check_params(self)
+        enable_compilation_cache()
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         fitted = (partial or self.warm_start) and hasattr(self, "model_")
@@ -369,20 +429,22 @@ class S5Estimator(BaseEstimator):
                     f"{self._architecture_[name]!r}; fit with warm_start=False for a new network"
                 )
         panel = self._panel(X, times, fitted=fitted)
+        sample_weight = self._check_sample_weight(sample_weight, panel)
+        targets, per_step, target_state = self._encode_targets(
+            y, panel, state=self._target_state() if fitted else None, classes=classes, weights=sample_weight
+        )
+        weights = self._weights(sample_weight, panel, targets, target_state)
         prep = (
             self.preprocessing_
             if fitted
-            else learn_preprocessing(panel, self.standardize, self.time_handling, self.first_gap)
-        )
-        targets, per_step, target_state = self._encode_targets(
-            y, panel, state=self._target_state() if fitted else None, classes=classes
+            else learn_preprocessing(panel, self.standardize, self.time_handling, self.first_gap, weights)
         )
         if fitted and per_step != self.per_step_:
             raise ValueError(
                 f"y has one target per {'step' if per_step else 'series'}, but the model was fitted "
                 f"with one per {'step' if self.per_step_ else 'series'}"
             )
-        data = self._sequences(panel, prep, targets, per_step)
+        data = self._sequences(panel, prep, targets, per_step, weights)
         given_valid = self._validation_sequences(validation_data, prep, target_state, per_step, fitted)
         n_inputs = data.inputs[0].shape[1]
         config = self._config()
@@ -394,7 +456,7 @@ class S5Estimator(BaseEstimator):
             seed = check_random_state(self.random_state).randint(2**31 - 1)
             rng = np.random.default_rng(seed)
             model = self._build_network(n_inputs, per_step, target_state, jax.random.key(seed))
-            training_state = TrainingState(model=model, opt_state=init_optimizer_state(model, config))
+            training_state = TrainingState(model=model, opt_state=config.init_optimizer_state(model))
         if given_valid is not None:
             train_data, valid_data = data, given_valid
         else:
@@ -412,6 +474,7 @@ class S5Estimator(BaseEstimator):
                 key=key,
                 epochs=1 if partial else config.max_epochs,
                 schedule="constant" if partial else "cosine",
+                metric_name=self._metric_name,
             )
         except NonFiniteLossError as error:
             if error.result is None:
@@ -423,6 +486,19 @@ class S5Estimator(BaseEstimator):
             ) from error
         self._commit(prep, per_step, target_state, result, rng, n_inputs)
         return self
+
+    def _weights(self, sample_weight, panel, targets, target_state):
+        """Each series' weight in the loss: `sample_weight` (checked) times
+        the task's weights, as float32; None when every weight is 1."""
+        task = self._task_weights(targets, target_state)
+        if sample_weight is None and task is None:
+            return None
+        weights = np.ones(panel.n_series) if task is None else np.asarray(task, np.float64)
+        if sample_weight is not None:
+            weights = weights * sample_weight
+        if not weights.sum() > 0:
+            raise ValueError("the class weights times sample_weight are zero for every series")
+        return weights.astype(np.float32)
 
     def _validation_sequences(self, validation_data, prep, target_state, per_step, fitted):
         """Model-ready sequences of a user-given validation set (X, y) or (X, y, times)."""
@@ -440,7 +516,8 @@ class S5Estimator(BaseEstimator):
         targets, valid_per_step, _ = self._encode_targets(y_valid, panel, state=target_state)
         if valid_per_step != per_step:
             raise ValueError("validation_data's y must have the same layout (per series / per step) as y")
-        return self._sequences(panel, prep, targets, per_step)
+        weights = self._weights(None, panel, targets, target_state)
+        return self._sequences(panel, prep, targets, per_step, weights)
 
     def _split(self, data: Sequences, rng, partial):
         if partial:
@@ -467,7 +544,7 @@ class S5Estimator(BaseEstimator):
     def _set_target_state(self, target_state):
         raise NotImplementedError
 
-    def fit(self, X, y, *, times=None, validation_data=None):
+    def fit(self, X, y, sample_weight=None, *, times=None, validation_data=None):
         """Fit on ragged, timestamped series.
 
         **Arguments:**
@@ -476,6 +553,9 @@ class S5Estimator(BaseEstimator):
           DataFrames indexed by time, a (series, time) MultiIndex frame, a long
           frame, a 3-D array (n, L, d) with `times`, a 2-D array (n, L)).
         - `y`: one target per series, or one per observation (per-step).
+        - `sample_weight`: (n,) weights ≥ 0, one per series: a series of
+          weight 2 counts as two copies of it in the loss (and in the
+          validation figure of a `validation_fraction` split).
         - `times`: observation times (n, L) for array `X`.
         - `validation_data`: `(X_valid, y_valid)` (or with `times` third) to
           evaluate after every epoch for early stopping and model selection,
@@ -486,7 +566,7 @@ class S5Estimator(BaseEstimator):
         With `warm_start=True` a fitted estimator continues training (a new
         warm-up and cosine schedule over `max_epochs`; `history_` grows).
         """
-        return self._fit(X, y, times, validation_data=validation_data)
+        return self._fit(X, y, times, sample_weight=sample_weight, validation_data=validation_data)
 
     def _predict_panel(self, panel: RaggedPanel) -> list:
         data = self._sequences(panel, self.preprocessing_)
@@ -559,7 +639,7 @@ class S5Estimator(BaseEstimator):
         history = header["history"]
         state = TrainingState(
             model=model,
-            opt_state=init_optimizer_state(model, estimator._config()),
+            opt_state=estimator._config().init_optimizer_state(model),
             history=history,
         )
         result = TrainingResult(

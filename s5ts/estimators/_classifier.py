@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import equinox as eqx
 import numpy as np
+from scipy.special import softmax
 from sklearn.base import ClassifierMixin
 from sklearn.metrics import accuracy_score
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..data import to_targets
 from ._base import S5Estimator, with_shared_parameters
-from ._losses import cross_entropy_loss
+from ..training import cross_entropy_loss
 
 
 class S5Classifier(ClassifierMixin, S5Estimator):
@@ -19,7 +21,10 @@ class S5Classifier(ClassifierMixin, S5Estimator):
     series), with the scikit-learn API.
 
     Inputs, time handling and parameters are those of `S5Regressor` (no
-    `loss`: cross-entropy). Labels may be of any type that `numpy.unique`
+    `loss`: cross-entropy), plus `class_weight`: None, `"balanced"` (each
+    class weighs `n / (n_classes * count)`, as in scikit-learn) or a dict
+    {label: weight}; it multiplies `sample_weight` in the loss and in the
+    validation loss (`history_`'s `valid_loss`). Labels may be of any type that `numpy.unique`
     orders (ints, strings, …); `classes_` holds them sorted.
 
     **Outputs:** `predict(X)` (n,) labels; `predict_proba(X)` (n, n_classes).
@@ -35,8 +40,25 @@ class S5Classifier(ClassifierMixin, S5Estimator):
     """
 
     @with_shared_parameters
-    def __init__(self, **shared):
+    def __init__(self, *, class_weight=None, **shared):
         super().__init__(**shared)
+        self.class_weight = class_weight
+
+    def _check_task_params(self):
+        cw = self.class_weight
+        if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict {{label: weight}}, got {cw!r}")
+
+    def _task_weights(self, targets, classes):
+        if self.class_weight is None:
+            return None
+        labels = classes[targets]
+        if isinstance(self.class_weight, dict):
+            unknown = [k for k in self.class_weight if k not in set(classes.tolist())]
+            if unknown:
+                raise ValueError(f"class_weight names labels {unknown} that are not among the classes {classes.tolist()}")
+            return compute_sample_weight(self.class_weight, labels)
+        return compute_sample_weight("balanced", labels)
 
     def _loss_fn(self):
         return cross_entropy_loss
@@ -44,7 +66,7 @@ class S5Classifier(ClassifierMixin, S5Estimator):
     def _metric(self, classes):
         return cross_entropy_loss
 
-    def _encode_targets(self, y, panel, *, state=None, classes=None):
+    def _encode_targets(self, y, panel, *, state=None, classes=None, weights=None):
         targets = to_targets(y, panel, numeric=False, kind="sequence")
         labels = np.asarray(targets.values)
         if labels.ndim == 2 and labels.shape[1] == 1:
@@ -91,7 +113,7 @@ class S5Classifier(ClassifierMixin, S5Estimator):
     def _target_state_from_metadata(self, metadata):
         return np.asarray(metadata["classes"])
 
-    def partial_fit(self, X, y, classes=None, *, times=None):
+    def partial_fit(self, X, y, classes=None, sample_weight=None, *, times=None):
         """One epoch over (X, y), continuing from the current model. The
         first call needs `classes` (all labels that will ever appear), as in
         scikit-learn; later calls may omit it or must repeat it.
@@ -106,16 +128,13 @@ class S5Classifier(ClassifierMixin, S5Estimator):
                 f"classes={np.unique(np.asarray(classes)).tolist()} differs from the classes of the "
                 f"fitted model, {self.classes_.tolist()}"
             )
-        return self._fit(X, y, times, partial=True, classes=classes)
+        return self._fit(X, y, times, sample_weight=sample_weight, partial=True, classes=classes)
 
     def predict_proba(self, X, *, times=None):
         """Class probabilities, (n, n_classes), columns in the order of `classes_`."""
         check_is_fitted(self, "model_")
         _, logits = self._predict_outputs(X, times)
-        logits = np.stack(logits).astype(np.float64)
-        logits -= logits.max(axis=1, keepdims=True)
-        probabilities = np.exp(logits)
-        return probabilities / probabilities.sum(axis=1, keepdims=True)
+        return softmax(np.stack(logits).astype(np.float64), axis=1)
 
     def predict(self, X, *, times=None):
         """The most probable label of each series, (n,)."""

@@ -13,8 +13,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..data import to_targets
 from ..nn import GaussianHead
-from ._base import S5Estimator, with_shared_parameters
-from ._losses import SquaredErrorInUnits, gaussian_nll_loss, mse_loss
+from ._base import S5Estimator, weighted_mean_std, with_shared_parameters
+from ..training import SquaredErrorInUnits, gaussian_nll_loss, mse_loss
 
 REGRESSION_LOSSES = {"mse": mse_loss, "gaussian_nll": gaussian_nll_loss}
 
@@ -100,11 +100,13 @@ class S5Regressor(RegressorMixin, S5Estimator):
     def _loss_fn(self):
         return REGRESSION_LOSSES[self.loss]
 
+    _metric_name = "mse"
+
     def _metric(self, scaling):
         # Model selection compares MSE in the targets' own units.
         return SquaredErrorInUnits(jnp.asarray(scaling.std, jnp.float32))
 
-    def _encode_targets(self, y, panel, *, state=None, classes=None):
+    def _encode_targets(self, y, panel, *, state=None, classes=None, weights=None):
         targets = to_targets(y, panel, numeric=True)
         per_step = targets.kind == "per_step"
         items = [np.asarray(v, np.float64) for v in targets.values] if per_step else None
@@ -113,8 +115,9 @@ class S5Regressor(RegressorMixin, S5Estimator):
         else:
             stacked = np.asarray(targets.values, np.float64).reshape(panel.n_series, -1)
         if state is None:
-            std = stacked.std(axis=0)
-            scaling = TargetScaling(stacked.mean(axis=0), np.where(std > 0, std, 1.0), targets.is_1d)
+            rows = None if weights is None else (np.repeat(weights, [len(v) for v in items]) if per_step else weights)
+            mean, std = weighted_mean_std(stacked, rows)
+            scaling = TargetScaling(mean, np.where(std > 0, std, 1.0), targets.is_1d)
         else:
             scaling = state
             if stacked.shape[1] != len(scaling.mean):
@@ -155,7 +158,7 @@ class S5Regressor(RegressorMixin, S5Estimator):
             np.asarray(metadata["target_mean"]), np.asarray(metadata["target_std"]), metadata["target_1d"]
         )
 
-    def partial_fit(self, X, y, *, times=None):
+    def partial_fit(self, X, y, sample_weight=None, *, times=None):
         """One epoch over (X, y), continuing from the current model (no
         validation split; the optimiser state is kept between calls; the
         learning rate warms up over the first `warmup_epochs` calls, then
@@ -163,7 +166,7 @@ class S5Regressor(RegressorMixin, S5Estimator):
 
         **Returns:** `self`.
         """
-        return self._fit(X, y, times, partial=True)
+        return self._fit(X, y, times, sample_weight=sample_weight, partial=True)
 
     def predict(self, X, *, times=None, return_std=False):
         """Predicted means: (n,) / (n, k) per series, or a list of (L_i,) /

@@ -13,6 +13,8 @@ discretisation is fused into the sequential scan: `irregular_scan`).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -78,6 +80,10 @@ class S5SSM(eqx.Module):
     >>> y.shape, x_last.shape
     ((10, 4), (8,))
     """
+
+    #: The fields that parameterise Λ, B̃ and Δ: trained with their own
+    #: learning rate and no weight decay (`s5ts.training.parameter_labels`).
+    ssm_parameters: ClassVar[tuple[str, ...]] = ("log_neg_real", "lambda_imag", "B_re", "B_im", "log_step")
 
     log_neg_real: Float[Array, " P"]
     lambda_imag: Float[Array, " P"]

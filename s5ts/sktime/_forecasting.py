@@ -16,13 +16,13 @@ from sktime.forecasting.base import BaseForecaster
 
 from ..data import time_scale_from, to_panel
 from ..estimators._base import SharedParameters
-from ..estimators._losses import gaussian_nll_loss, squared_error
-from ..estimators._training import (
+from ..training import (
     Sequences,
     TrainingConfig,
     TrainingState,
-    init_optimizer_state,
+    gaussian_nll_loss,
     split_validation,
+    squared_error,
     train,
 )
 from ..nn import ACTIVATIONS, DISCRETISATIONS, GaussianHead, IdentityEncoder, SequenceNetwork, make_blocks
@@ -216,7 +216,7 @@ class S5Forecaster(BaseForecaster):
         config = TrainingConfig.from_estimator(self)
         train_data, valid_data = split_validation(data, self.validation_fraction, rng)
         result = train(
-            TrainingState(model=network, opt_state=init_optimizer_state(network, config)),
+            TrainingState(model=network, opt_state=config.init_optimizer_state(network)),
             train_data,
             valid_data,
             gaussian_nll_loss,

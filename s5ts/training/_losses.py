@@ -1,9 +1,11 @@
-"""Losses on one padded batch. Each returns (sum of per-element losses,
-number of elements), so batches of different padding weigh correctly.
+"""Losses on one padded batch. Each returns (weighted sum of per-element
+losses, sum of the weights), so batches of different padding weigh
+correctly and a series of weight 2 counts as two copies of it.
 
 `outputs` is the vmapped network output: per step `(B, L, K)` (or a
 `(mean, var)` pair of those), per sequence `(B, K)`; `targets` has the same
-leading shape; `weights` (B, L) or (B,) marks real steps / rows.
+leading shape; `weights` (B, L) or (B,) float: each real step's / row's
+weight (its series' `sample_weight`), 0 for padding.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ VARIANCE_FLOOR = 1e-6
 
 def _weighted(per_element, weights):
     # per_element (B, [L,] K): average over K, weight by real steps/rows.
-    per_item = jnp.mean(per_element, axis=-1)
-    per_item = jnp.where(weights, per_item, 0.0)
-    return jnp.sum(per_item), jnp.sum(weights)
+    # `where` first: padding may hold anything (inf, NaN), and 0 * NaN = NaN.
+    weights = weights.astype(per_element.dtype)
+    per_item = jnp.where(weights > 0, jnp.mean(per_element, axis=-1), 0.0)
+    return jnp.sum(per_item * weights), jnp.sum(weights)
 
 
 def mse_loss(outputs, targets, weights):

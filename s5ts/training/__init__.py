@@ -1,0 +1,73 @@
+"""Training: batching of `Sequences`, the optimiser and its schedule, the
+loop, early stopping, device placement, losses and the compilation cache.
+
+Used by the estimators, the sktime forecaster and the CRU baseline through
+these names; nothing here imports scikit-learn or sktime.
+"""
+
+from ._cache import compilation_cache_dir, enable_compilation_cache, set_compilation_cache
+from ._devices import Placement, placement_for, to_default_device
+from ._early_stopping import EarlyStopping
+from ._loop import (
+    NonFiniteLossError,
+    TrainingConfig,
+    TrainingResult,
+    TrainingState,
+    compile_seconds_so_far,
+    evaluate,
+    predict_outputs,
+    train,
+    train_step,
+)
+from ._losses import (
+    LOSSES,
+    SquaredErrorInUnits,
+    cross_entropy_loss,
+    gaussian_nll_loss,
+    mse_loss,
+    point_prediction,
+    squared_error,
+)
+from ._optimizer import (
+    make_optimizer,
+    parameter_labels,
+    schedule_scales,
+    with_learning_rates,
+)
+from ._sequences import Sequences, batch_rows, iterate_batches, padded_batch, split_validation, steps_per_epoch
+
+__all__ = [
+    "EarlyStopping",
+    "LOSSES",
+    "NonFiniteLossError",
+    "Placement",
+    "Sequences",
+    "SquaredErrorInUnits",
+    "TrainingConfig",
+    "TrainingResult",
+    "TrainingState",
+    "batch_rows",
+    "compilation_cache_dir",
+    "compile_seconds_so_far",
+    "cross_entropy_loss",
+    "enable_compilation_cache",
+    "evaluate",
+    "gaussian_nll_loss",
+    "iterate_batches",
+    "make_optimizer",
+    "mse_loss",
+    "padded_batch",
+    "parameter_labels",
+    "placement_for",
+    "point_prediction",
+    "predict_outputs",
+    "schedule_scales",
+    "set_compilation_cache",
+    "split_validation",
+    "squared_error",
+    "steps_per_epoch",
+    "to_default_device",
+    "train",
+    "train_step",
+    "with_learning_rates",
+]

@@ -1,0 +1,346 @@
+"""The training loop shared by the estimators, the forecaster and the CRU
+baseline: epochs of shuffled, padded batches (`_sequences`), the optimiser
+and its schedule (`_optimizer`), early stopping (`_early_stopping`), batches
+split over the local devices (`_devices`), and the time spent compiling
+reported apart from the time spent training.
+
+Every epoch's record in the history has `train_loss`, `train_seconds` (the
+optimisation steps alone), `compile_seconds` (tracing and compiling, JAX's
+own figures, or reading from the persistent cache; included in no other
+figure), `seconds` (the whole epoch), and `valid_<metric>` with validation
+data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._devices import placement_for, to_default_device
+from ._early_stopping import EarlyStopping
+from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, with_learning_rates
+from ._sequences import Sequences, batch_rows, iterate_batches, steps_per_epoch
+
+# ----- compile time, from JAX's own monitoring events -----
+
+#: JAX's duration events of tracing, lowering, compiling and reading a
+#: compiled program from the persistent cache.
+_COMPILE_EVENTS = frozenset(
+    {
+        "/jax/core/compile/jaxpr_trace_duration",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration",
+        "/jax/core/compile/backend_compile_duration",
+        "/jax/compilation_cache/cache_retrieval_time_sec",
+    }
+)
+_compile_lock = threading.Lock()
+_compile_total = [0.0]
+
+
+def _on_duration(event: str, duration: float, **_kwargs) -> None:
+    if event in _COMPILE_EVENTS:
+        with _compile_lock:
+            _compile_total[0] += duration
+
+
+jax.monitoring.register_event_duration_secs_listener(_on_duration)
+
+
+def compile_seconds_so_far() -> float:
+    """Seconds this process has spent tracing and compiling JAX programs."""
+    with _compile_lock:
+        return _compile_total[0]
+
+
+# ----- the compiled functions -----
+
+
+def _batched_outputs(model, batch, key, inference):
+    extra = batch.get("extra")
+    rows = batch["u"].shape[0]
+    keys = None if key is None else jax.random.split(key, rows)
+
+    def one(u, gaps, mask, extra, k):
+        return model(u, gaps, mask, extra, key=k, inference=inference)
+
+    return jax.vmap(one)(batch["u"], batch["gaps"], batch["mask"], extra, keys)
+
+
+def _loss(model, batch, key, loss_fn):
+    outputs = _batched_outputs(model, batch, key, inference=False)
+    total, count = loss_fn(outputs, batch["y"], batch["weights"])
+    return total / jnp.maximum(count, 1e-12)
+
+
+@eqx.filter_jit
+def train_step(model, opt_state, batch, key, optimizer, loss_fn):
+    """One optimiser step at the learning rates in `opt_state`
+    (`with_learning_rates`); returns (model, opt_state, loss)."""
+    params = eqx.filter(model, eqx.is_inexact_array)
+    loss, grads = eqx.filter_value_and_grad(_loss)(model, batch, key, loss_fn)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return eqx.apply_updates(model, updates), opt_state, loss
+
+
+@eqx.filter_jit
+def evaluate_batch(model, batch, metric_fn):
+    """(weighted sum, sum of weights) of `metric_fn` on one batch, without dropout."""
+    outputs = _batched_outputs(model, batch, None, inference=True)
+    return metric_fn(outputs, batch["y"], batch["weights"])
+
+
+@eqx.filter_jit
+def predict_batch(model, batch):
+    return _batched_outputs(model, batch, None, inference=True)
+
+
+def evaluate(model, data: Sequences, batch_size: int, metric_fn) -> float:
+    """The weighted mean of `metric_fn` over every real element of `data`."""
+    total, count = 0.0, 0.0
+    rows = batch_rows(len(data), batch_size)
+    model = placement_for(rows).replicate(model)
+    for _, batch in iterate_batches(data, rows, shuffle=False):
+        s, c = evaluate_batch(model, batch, metric_fn)
+        total += float(s)
+        count += float(c)
+    return total / count if count > 0 else math.nan
+
+
+def predict_outputs(model, data: Sequences, batch_size: int) -> list:
+    """Network outputs per series, in input order (numpy; per step: trimmed to L_i)."""
+    results: list = [None] * len(data)
+    rows = batch_rows(len(data), batch_size)
+    model = placement_for(rows).replicate(model)
+    for indices, batch in iterate_batches(data, rows, shuffle=False):
+        outputs = jax.tree.map(np.asarray, predict_batch(model, batch))
+        for row, i in enumerate(indices):
+            item = jax.tree.map(lambda o: o[row], outputs)
+            if data.per_step:
+                n = len(data.gaps[i])
+                item = jax.tree.map(lambda o: o[:n], item)
+            results[i] = item
+    return results
+
+
+# ----- configuration and state -----
+
+
+@dataclasses.dataclass
+class TrainingConfig:
+    """How to train: the estimators' parameters of the same names."""
+
+    max_epochs: int = 100
+    batch_size: int = 32
+    learning_rate: float = 1e-3
+    ssm_learning_rate: float | None = None
+    weight_decay: float = 0.0
+    warmup_epochs: int = 1
+    grad_clip: float | None = 1.0
+    n_iter_no_change: int | None = 10
+    tol: float = 1e-4
+    verbose: bool = False
+
+    @classmethod
+    def from_estimator(cls, estimator) -> "TrainingConfig":
+        """The settings of an estimator with attributes of the same names."""
+        return cls(**{field.name: getattr(estimator, field.name) for field in dataclasses.fields(cls)})
+
+    def init_optimizer_state(self, model):
+        return init_optimizer_state(model, float(self.weight_decay), self.grad_clip)
+
+
+@dataclasses.dataclass
+class TrainingState:
+    """What a fit carries between calls (warm start, partial_fit)."""
+
+    model: Any
+    opt_state: Any
+    step: int = 0
+    history: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class TrainingResult:
+    model: Any  # the best model (what the estimator predicts with)
+    state: TrainingState  # the end of the last finished epoch, to continue from
+    best_epoch: int
+    interrupted: bool = False
+
+
+class NonFiniteLossError(FloatingPointError):
+    """The training loss became NaN or infinite.
+
+    `result` is the `TrainingResult` as it stood after the last epoch with a
+    finite loss, or None when no epoch of this call finished.
+    """
+
+    def __init__(self, message: str, result: TrainingResult | None):
+        super().__init__(message)
+        self.result = result
+
+
+# ----- the loop -----
+
+
+class _Progress:
+    """A tqdm bar over epochs that says when it is compiling."""
+
+    def __init__(self, epochs: int, verbose: bool):
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=epochs, disable=not verbose, desc="training", leave=False)
+        self.shapes: set = set()
+
+    def before_step(self, batch) -> None:
+        shape = tuple(sorted((k, np.shape(v)) for k, v in batch.items()))
+        if shape not in self.shapes:
+            self.shapes.add(shape)
+            self.bar.set_description(f"compiling (batch {batch['u'].shape[0]}x{batch['u'].shape[1]})")
+            self.bar.refresh()
+
+    def after_step(self) -> None:
+        if self.bar.desc != "training":
+            self.bar.set_description("training")
+
+    def epoch_done(self, record: dict) -> None:
+        self.bar.update(1)
+        self.bar.set_postfix({k: f"{v:.4g}" for k, v in record.items() if k != "epoch"})
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def train(
+    state: TrainingState,
+    train_data: Sequences,
+    valid_data: Sequences | None,
+    loss_fn: Callable,
+    metric_fn: Callable,
+    config: TrainingConfig,
+    *,
+    rng: np.random.Generator,
+    key: jax.Array,
+    epochs: int | None = None,
+    schedule: str = "cosine",
+    metric_name: str = "loss",
+) -> TrainingResult:
+    """Train for `epochs` (default `config.max_epochs`) with early stopping on
+    `metric_fn` over `valid_data` (or the training loss when there is none).
+
+    **Arguments:**
+
+    - `state`: where to start (a fresh model, or a previous call's
+      `TrainingResult.state`). It is not modified.
+    - `schedule`: `"cosine"`: warm-up then cosine decay over this call's
+      epochs (a `fit`, also a warm-started one); `"constant"`: warm-up over
+      the first steps ever taken, then the peak rate (`partial_fit`, whose
+      calls have no known end).
+    - `metric_name`: the history's key for the validation figure is
+      `"valid_" + metric_name` (lower is better).
+
+    **Returns:** a `TrainingResult` with the best model.
+
+    **Raises:** `NonFiniteLossError` (a `FloatingPointError`) when an epoch's
+    loss is not finite, carrying the result up to the last good epoch.
+    Ctrl-C (`KeyboardInterrupt`) after at least one finished epoch stops
+    with a warning and returns the best model so far; before that it
+    propagates.
+    """
+    if schedule not in ("cosine", "constant"):
+        raise ValueError(f"schedule must be 'cosine' or 'constant', got {schedule!r}")
+    epochs = config.max_epochs if epochs is None else epochs
+    rows = batch_rows(len(train_data), config.batch_size)
+    n_steps = steps_per_epoch(train_data, rows)
+    warmup_steps = config.warmup_epochs * n_steps
+    ssm_rate = config.ssm_learning_rate if config.ssm_learning_rate is not None else config.learning_rate
+    optimizer = make_optimizer(float(config.weight_decay), config.grad_clip)
+
+    first_step = state.step
+    # Replicated over the devices that share each batch; back on the default
+    # device in the result.
+    model, opt_state = placement_for(rows).replicate((state.model, state.opt_state))
+    step = state.step
+    history = list(state.history)
+    # `good` is the state after the last epoch that finished with a finite
+    # loss: what a NaN or a Ctrl-C falls back to.
+    good = TrainingState(model=model, opt_state=opt_state, step=step, history=list(history))
+    stopping = EarlyStopping(config.n_iter_no_change, config.tol, start=config.warmup_epochs)
+    best_model, best_epoch = model, len(history) - 1
+
+    def result(interrupted=False):
+        return TrainingResult(
+            model=to_default_device(best_model),
+            state=dataclasses.replace(
+                good, model=to_default_device(good.model), opt_state=to_default_device(good.opt_state)
+            ),
+            best_epoch=best_epoch,
+            interrupted=interrupted,
+        )
+
+    progress = _Progress(epochs, config.verbose)
+    try:
+        for call_epoch in range(epochs):
+            epoch = len(history)
+            started, compiled = time.perf_counter(), compile_seconds_so_far()
+            if schedule == "cosine":
+                scales = schedule_scales(np.arange(n_steps) + (step - first_step), epochs * n_steps, warmup_steps)
+            else:
+                scales = schedule_scales(np.arange(n_steps) + step, None, warmup_steps)
+            losses = []
+            for scale, (_, batch) in zip(scales, iterate_batches(train_data, rows, shuffle=True, rng=rng)):
+                key, step_key = jax.random.split(key)
+                rates = {"regular": config.learning_rate * scale, "ssm": ssm_rate * scale}
+                opt_state = with_learning_rates(opt_state, rates)
+                progress.before_step(batch)
+                model, opt_state, loss = train_step(model, opt_state, batch, step_key, optimizer, loss_fn)
+                progress.after_step()
+                step += 1
+                losses.append(loss)
+            train_loss = float(np.mean(jax.device_get(losses)))
+            steps_done = time.perf_counter()
+            train_compile = compile_seconds_so_far() - compiled
+            if not math.isfinite(train_loss):
+                finished = len(history) > len(state.history)
+                raise NonFiniteLossError(
+                    f"the training loss became {train_loss} in epoch {epoch}; training stopped. "
+                    "Try a smaller learning_rate or check the inputs' scale.",
+                    result() if finished else None,
+                )
+            record = {"epoch": epoch, "train_loss": train_loss, "train_seconds": steps_done - started - train_compile}
+            if valid_data is not None and len(valid_data):
+                score = evaluate(model, valid_data, config.batch_size, metric_fn)
+                record[f"valid_{metric_name}"] = score
+            else:
+                score = train_loss
+            record["compile_seconds"] = compile_seconds_so_far() - compiled
+            record["seconds"] = time.perf_counter() - started
+            history.append(record)
+            good = TrainingState(model=model, opt_state=opt_state, step=step, history=list(history))
+            if stopping.update(call_epoch, score):
+                best_model, best_epoch = model, epoch
+            progress.epoch_done(record)
+            if stopping.should_stop:
+                break
+    except KeyboardInterrupt:
+        if len(history) == len(state.history):
+            raise
+        warnings.warn(
+            f"fit interrupted after {len(history) - len(state.history)} epochs; keeping the best "
+            f"model so far (epoch {best_epoch}).",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return result(interrupted=True)
+    finally:
+        progress.close()
+    return result()

@@ -1,0 +1,129 @@
+"""Model-ready ragged data and its padded batches.
+
+A `Sequences` holds one entry per series; batches group series of one
+length bucket (`s5ts.data.plan_buckets`) and are padded to a fixed number of
+rows (the batch size, or the next power of two for smaller data sets), so a
+fit compiles one training step per bucket.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ..data import assign_buckets, bucket_length, make_batches, pad_batch, plan_buckets
+from ._devices import placement_for
+
+
+@dataclasses.dataclass(frozen=True)
+class Sequences:
+    """Model-ready ragged data.
+
+    - `inputs`: n arrays (L_i, D) float32.
+    - `gaps`: n arrays (L_i,) float32, in model time units.
+    - `extra`: n arrays (L_i, E) float32 appended after the encoder, or None.
+    - `targets`: per step, n arrays (L_i, K); per sequence, an array (n, K)
+      (float32, or int32 class indices (n,)); None at prediction.
+    - `weights`: (n,) float32 weight of each series in the loss and the
+      validation metric (`sample_weight`), or None for weight 1.
+    """
+
+    inputs: tuple
+    gaps: tuple
+    extra: tuple | None = None
+    targets: Any = None
+    per_step: bool = False
+    weights: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.array([len(g) for g in self.gaps], dtype=np.int64)
+
+    def subset(self, indices) -> "Sequences":
+        idx = [int(i) for i in indices]
+
+        def pick(items):
+            if items is None:
+                return None
+            if isinstance(items, np.ndarray):
+                return items[idx]
+            return tuple(items[i] for i in idx)
+
+        return dataclasses.replace(
+            self,
+            inputs=pick(self.inputs),
+            gaps=pick(self.gaps),
+            extra=pick(self.extra),
+            targets=pick(self.targets),
+            weights=pick(self.weights),
+        )
+
+
+def split_validation(data: Sequences, fraction: float, rng: np.random.Generator):
+    """(train, valid) with `floor(fraction * n)` random series held out, or
+    (data, None) when that leaves either side empty."""
+    n = len(data)
+    n_valid = int(math.floor(fraction * n))
+    if n_valid < 1 or n - n_valid < 1:
+        return data, None
+    order = rng.permutation(n)
+    return data.subset(np.sort(order[n_valid:])), data.subset(np.sort(order[:n_valid]))
+
+
+def padded_batch(data: Sequences, indices: np.ndarray, rows: int, length: int | None = None) -> dict[str, np.ndarray]:
+    """Pad the series at `indices` into one batch of `rows` rows and `length`
+    steps (padded steps: value 0, gap 0, mask False; padded rows: weight 0).
+
+    `length` defaults to the bucket of the longest series at `indices`,
+    capped at the longest series of `data`."""
+    if length is None:
+        longest = int(data.lengths.max())
+        length = min(bucket_length(int(max(len(data.gaps[i]) for i in indices))), longest)
+    u, mask = pad_batch([data.inputs[i] for i in indices], length, batch_size=rows)
+    gaps, _ = pad_batch([data.gaps[i] for i in indices], length, batch_size=rows)
+    batch = {"u": u, "gaps": gaps, "mask": mask}
+    if data.extra is not None:
+        batch["extra"], _ = pad_batch([data.extra[i] for i in indices], length, batch_size=rows)
+    if data.targets is not None:
+        row_weights = np.zeros(rows, np.float32)
+        row_weights[: len(indices)] = 1.0 if data.weights is None else data.weights[indices]
+        if data.per_step:
+            batch["y"], _ = pad_batch([data.targets[i] for i in indices], length, batch_size=rows)
+            batch["weights"] = mask * row_weights[:, None]
+        else:
+            y = data.targets[indices]
+            pad = np.zeros((rows - len(indices), *y.shape[1:]), y.dtype)
+            batch["y"] = np.concatenate([y, pad])
+            batch["weights"] = row_weights
+    return batch
+
+
+def batch_rows(n: int, batch_size: int) -> int:
+    """Rows of every padded batch for `n` series: `batch_size`, or the next
+    power of two ≥ n when that is smaller, so data sets of different sizes
+    (cross-validation folds, prediction sets) share a few compiled shapes."""
+    return min(int(batch_size), 1 << max(int(n) - 1, 0).bit_length())
+
+
+def iterate_batches(
+    data: Sequences, rows: int, *, shuffle: bool, rng: np.random.Generator | None = None
+) -> Iterator[tuple[np.ndarray, dict]]:
+    """(indices, batch) pairs over the length buckets of `plan_buckets`;
+    each batch split over the local devices (`placement_for(rows)`)."""
+    placement = placement_for(rows)
+    buckets = plan_buckets(data.lengths)
+    padded = assign_buckets(data.lengths, buckets)
+    for indices in make_batches(data.lengths, rows, shuffle=shuffle, rng=rng, buckets=buckets):
+        yield indices, placement.put_batch(padded_batch(data, indices, rows, int(padded[indices[0]])))
+
+
+def steps_per_epoch(data: Sequences, rows: int) -> int:
+    """The number of batches an epoch over `data` takes."""
+    return len(make_batches(data.lengths, rows, shuffle=False, buckets=plan_buckets(data.lengths)))

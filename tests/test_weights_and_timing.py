@@ -1,0 +1,173 @@
+"""sample_weight, class_weight, the history's names and timings, early
+stopping after the warm-up, and the persistent compilation cache."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from s5ts import S5Classifier, S5Regressor
+
+# One batch holds every series (batch_size > n + duplicates) and there is no
+# validation split, so a weight of 2 and a duplicate give the same loss.
+ONE_BATCH = dict(n_layers=1, d_model=8, state_size=4, batch_size=32, max_epochs=4, validation_fraction=0.0, random_state=0)
+
+
+def series(n=12, seed=0):
+    """Series whose gaps are permutations of one multiset, so duplicating
+    some leaves the median gap (the time scale) as it is."""
+    rng = np.random.default_rng(seed)
+    base_gaps = np.array([0.5, 1.0, 1.0, 2.0, 3.0, 1.5])
+    X = []
+    for _ in range(n):
+        t = np.cumsum(rng.permutation(base_gaps))
+        X.append(pd.DataFrame({"a": rng.normal(size=len(t)), "b": rng.normal(size=len(t))}, index=pd.Index(t, name="t")))
+    return X, rng.normal(size=n)
+
+
+def test_sample_weight_of_two_equals_duplicating_the_series():
+    X, y = series()
+    weights = np.ones(len(X))
+    weights[[1, 4]] = 2.0
+    weighted = S5Regressor(**ONE_BATCH).fit(X, y, sample_weight=weights)
+    duplicated = S5Regressor(**ONE_BATCH).fit(X + [X[1], X[4]], np.r_[y, y[1], y[4]])
+    np.testing.assert_allclose(weighted.predict(X), duplicated.predict(X), rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(weighted.preprocessing_.feature_mean, duplicated.preprocessing_.feature_mean)
+    unweighted = S5Regressor(**ONE_BATCH).fit(X, y)
+    assert not np.allclose(unweighted.predict(X), weighted.predict(X), rtol=1e-3)  # weights matter
+
+
+def test_zero_weight_removes_a_series():
+    X, y = series()
+    weights = np.ones(len(X))
+    weights[3] = 0.0
+    y_changed = y.copy()
+    y_changed[3] = 1e3  # would dominate the standardised loss if it counted
+    a = S5Regressor(**ONE_BATCH).fit(X, y_changed, sample_weight=weights)
+    b = S5Regressor(**ONE_BATCH).fit(X[:3] + X[4:], np.r_[y[:3], y[4:]])
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize(
+    "weights, match",
+    [
+        (np.ones(5), r"shape \(5,\).*12 series"),
+        (np.r_[np.ones(11), -1.0], r"series 11.*finite and >= 0"),
+        (np.zeros(12), "zero weight"),
+        (np.array(["a"] * 12), "must be numeric"),
+    ],
+)
+def test_bad_sample_weight_is_named(weights, match):
+    X, y = series()
+    model = S5Regressor(**ONE_BATCH)
+    with pytest.raises((ValueError, TypeError), match=match):
+        model.fit(X, y, sample_weight=weights)
+    assert not hasattr(model, "model_")
+
+
+def test_balanced_class_weight_equals_the_matching_sample_weight():
+    X, _ = series(n=12, seed=1)
+    labels = np.array(["rare"] * 3 + ["common"] * 9)
+    balanced = S5Classifier(**ONE_BATCH, class_weight="balanced").fit(X, labels)
+    counts = {"rare": 3, "common": 9}
+    by_hand = np.array([12 / (2 * counts[label]) for label in labels])
+    weighted = S5Classifier(**ONE_BATCH).fit(X, labels, sample_weight=by_hand)
+    np.testing.assert_allclose(balanced.predict_proba(X), weighted.predict_proba(X), rtol=1e-4, atol=1e-6)
+    as_dict = S5Classifier(**ONE_BATCH, class_weight={"rare": 3.0, "common": 1.0}).fit(X, labels)
+    np.testing.assert_allclose(
+        as_dict.predict_proba(X),
+        S5Classifier(**ONE_BATCH).fit(X, labels, sample_weight=np.where(labels == "rare", 3.0, 1.0)).predict_proba(X),
+        rtol=1e-4,
+        atol=1e-6,
+    )
+    with pytest.raises(ValueError, match=r"class_weight names labels \['other'\]"):
+        S5Classifier(**ONE_BATCH, class_weight={"other": 2.0}).fit(X, labels)
+    with pytest.raises(ValueError, match="class_weight must be None, 'balanced' or a dict"):
+        S5Classifier(**ONE_BATCH, class_weight="auto").fit(X, labels)
+
+
+def test_history_names_the_validation_figure_and_splits_compile_time():
+    X, y = series(n=20, seed=2)
+    params = {**ONE_BATCH, "validation_fraction": 0.25, "n_features": None}
+    params.pop("n_features")
+    reg = S5Regressor(**params).fit(X, y)
+    clf = S5Classifier(**params).fit(X, np.where(y > 0, 1, 0))
+    assert "valid_mse" in reg.history_[0] and "valid_loss" in clf.history_[0]
+    assert not any("valid_score" in r for r in reg.history_ + clf.history_)
+    for record in reg.history_:
+        assert record["compile_seconds"] >= 0 and record["train_seconds"] >= 0
+        # the parts are disjoint pieces of the epoch
+        assert record["train_seconds"] + record["compile_seconds"] <= record["seconds"] + 1e-6
+    # a feature count and batch shape no other test compiles: epoch 0 compiles, later epochs do not
+    rng = np.random.default_rng(3)
+    fresh = [rng.normal(size=(9, 11)) for _ in range(6)]
+    model = S5Regressor(**{**ONE_BATCH, "batch_size": 6}).fit(fresh, rng.normal(size=6))
+    assert model.history_[0]["compile_seconds"] > 0.1
+    assert all(r["compile_seconds"] < 0.05 for r in model.history_[1:])
+
+
+def test_early_stopping_never_stops_during_the_warm_up(monkeypatch):
+    import s5ts.training._loop as loop
+
+    X, y = series(n=16, seed=4)
+    monkeypatch.setattr(loop, "evaluate", lambda *args: 1.0)  # a flat validation curve
+    model = S5Regressor(
+        **{**ONE_BATCH, "validation_fraction": 0.25, "max_epochs": 30}, warmup_epochs=6, n_iter_no_change=2
+    ).fit(X, y)
+    # epoch 0 sets the best; warm-up epochs 1-5 do not count; 6 and 7 do
+    assert len(model.history_) == 8 and model.best_epoch_ == 0
+
+
+_CACHE_PROBE = textwrap.dedent(
+    """
+    import json, sys, numpy as np, jax
+    hits, misses = [], []
+    jax.monitoring.register_event_listener(
+        lambda name, **kw: hits.append(name) if name == "/jax/compilation_cache/cache_hits"
+        else misses.append(name) if name == "/jax/compilation_cache/cache_misses" else None
+    )
+    from s5ts import S5Regressor
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(n), 3)) for n in rng.integers(4, 12, 10)]
+    model = S5Regressor(n_layers=1, d_model=8, state_size=4, max_epochs=2, validation_fraction=0.0,
+                        random_state=0).fit(X, rng.normal(size=10))
+    print(json.dumps({"hits": len(hits), "misses": len(misses),
+                      "dir": jax.config.jax_compilation_cache_dir,
+                      "compile": sum(r["compile_seconds"] for r in model.history_)}))
+    """
+)
+
+
+def _probe(env):
+    out = subprocess.run(
+        [sys.executable, "-c", _CACHE_PROBE], env=env, capture_output=True, text=True, check=True, timeout=600
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("how", ["environment", "default"])
+def test_a_second_process_compiles_nothing_new(tmp_path, how):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("S5TS_")}
+    if how == "environment":
+        env["S5TS_COMPILATION_CACHE"] = str(tmp_path / "cache")
+        where = tmp_path / "cache"
+    else:
+        env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")  # platformdirs' user cache dir on Linux
+        where = tmp_path / "xdg" / "s5ts"
+    first, second = _probe(env), _probe(env)
+    assert first["dir"].startswith(str(where)) and any(where.rglob("*"))
+    assert first["misses"] > 0
+    assert second["misses"] == 0 and second["hits"] >= first["misses"]
+
+
+def test_the_cache_can_be_turned_off(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("S5TS_")}
+    env["S5TS_COMPILATION_CACHE"] = "0"
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    result = _probe(env)
+    assert result["dir"] is None and result["hits"] == 0 and not (tmp_path / "xdg").exists()
