@@ -48,3 +48,32 @@ def test_pickle_round_trip_predicts_the_same():
     again = pickle.loads(pickle.dumps(model))
     for a, b in zip(model.predict(X, times=times), again.predict(X, times=times)):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"latent_obs_size": 0}, r"'latent_obs_size' parameter of CRURegressor must be an int in the range \[1, inf\)"),
+        ({"num_basis": 2.5}, r"'num_basis' parameter of CRURegressor must be an int"),
+        ({"bandwidth": -1}, r"'bandwidth' parameter of CRURegressor"),
+        ({"hidden_size": "30"}, r"'hidden_size' parameter of CRURegressor"),
+        ({"encoder": "lstm"}, r"'encoder' parameter of CRURegressor must be a str among"),
+        ({"learning_rate": 0.0}, r"'learning_rate' parameter of CRURegressor"),
+    ],
+)
+def test_cru_validates_its_own_parameters(params, match):
+    X, y, times = make_data()
+    model = CRURegressor(**{"encoder": "identity", "max_epochs": 1, **params})
+    with pytest.raises(ValueError, match=match):
+        model.fit(X, y, times=times)
+    assert not hasattr(model, "model_")
+
+
+def test_cru_is_its_own_final_class():
+    from s5ts import S5Regressor
+
+    model = CRURegressor()
+    assert not isinstance(model, S5Regressor)
+    # no S5 settings faked on it: it has only the parameters it takes
+    assert not any(hasattr(model, name) for name in ("d_model", "n_layers", "time_handling", "ssm_learning_rate", "loss"))
+    assert model.get_params()["learning_rate"] == 1e-3  # CRU's published setting, not S5's default

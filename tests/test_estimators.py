@@ -360,7 +360,7 @@ def test_early_stopping_keeps_the_best_epoch(monkeypatch, data):
 
     monkeypatch.setattr(training, "evaluate", fake_evaluate)
     model = S5Regressor(
-        **{**FAST, "validation_fraction": 0.25}, max_epochs=10, n_iter_no_change=2
+        **{**FAST, "validation_fraction": 0.25}, max_epochs=10, n_iter_no_change=2, warmup_epochs=0
     ).fit(X, y)
     assert [r["valid_mse"] for r in model.history_] == [3.0, 1.0, 2.0, 2.5]
     assert model.best_epoch_ == 1

@@ -268,17 +268,18 @@ def test_unseen_labels_in_partial_fit_and_warm_start():
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"d_model": 0}, "d_model must be a positive integer"),
-        ({"n_layers": 1.5}, "n_layers must be a positive integer"),
-        ({"time_handling": "ignore"}, "time_handling must be one of"),
-        ({"discretization": "euler"}, "discretization must be one of"),
-        ({"loss": "mae"}, "loss must be one of"),
-        ({"dropout": 1.0}, r"dropout must be in \[0, 1\)"),
-        ({"validation_fraction": -0.1}, r"validation_fraction must be in \[0, 1\)"),
+        ({"d_model": 0}, r"'d_model' parameter of S5Regressor must be an int in the range \[1, inf\)\. Got 0"),
+        ({"n_layers": 1.5}, r"'n_layers' parameter of S5Regressor must be an int in the range \[1, inf\)"),
+        ({"time_handling": "ignore"}, r"'time_handling' parameter of S5Regressor must be a str among .*'drop'.*Got 'ignore'"),
+        ({"discretization": "euler"}, r"'discretization' parameter of S5Regressor must be a str among"),
+        ({"loss": "mae"}, r"'loss' parameter of S5Regressor must be a str among .*'gaussian_nll'"),
+        ({"dropout": 1.0}, r"'dropout' parameter of S5Regressor must be a float in the range \[0(\.0)?, 1(\.0)?\)"),
+        ({"validation_fraction": -0.1}, r"'validation_fraction' parameter of S5Regressor must be a float in the range \[0(\.0)?, 1(\.0)?\)"),
         ({"dt_min": 0.5, "dt_max": 0.1}, "dt_min must be <= dt_max"),
-        ({"learning_rate": float("nan")}, "learning_rate must be a positive number"),
-        ({"n_iter_no_change": 0}, "n_iter_no_change must be a positive integer or None"),
-        ({"bidirectional": "yes"}, "bidirectional must be True or False"),
+        ({"learning_rate": float("nan")}, r"'learning_rate' parameter of S5Regressor must be a float in the range \(0(\.0)?, inf\)"),
+        ({"n_iter_no_change": 0}, r"'n_iter_no_change' parameter of S5Regressor must be an int in the range \[1, inf\) or None"),
+        ({"bidirectional": "yes"}, r"'bidirectional' parameter of S5Regressor must be an instance of 'bool'"),
+        ({"tol": -1.0}, r"'tol' parameter of S5Regressor must be a float in the range \[0(\.0)?, inf\)"),
     ],
 )
 def test_invalid_hyper_parameters(fitted, params, match):

@@ -76,11 +76,6 @@ CLASSIFIER_FAILURES = {
         "input here (n_features series of length n_samples), so it cannot raise as the "
         "check expects"
     ),
-    "check_class_weight_classifiers": (
-        "needs accuracy > 0.87 on tabular columns read as one series, with the fast settings "
-        "used here (max_epochs=2); tests/test_estimators.py checks that class_weight equals "
-        "the matching sample_weight"
-    ),
 }
 
 

@@ -205,26 +205,26 @@ def test_ssm_parameters_are_labelled(network):
     assert ssm.B_re.shape == (4, 8)
 
 
-def test_weight_decay_spares_the_ssm_parameters(network):
+def _first_updates(network, weight_decay, rates, gradient):
+    """(updates, params, labels) of the optimiser's first step on `gradient`."""
     params = eqx.filter(network, eqx.is_inexact_array)
-    optimizer = make_optimizer(0.1, None)
-    state = with_learning_rates(optimizer.init(params), {"regular": 2.0, "ssm": 3.0})
-    zero = jax.tree.map(jnp.zeros_like, params)
-    updates, _ = optimizer.update(zero, state, params)
-    labels = parameter_labels(params)
-    for update, param, label in zip(jax.tree.leaves(updates), jax.tree.leaves(params), jax.tree.leaves(labels)):
+    optimizer = make_optimizer(weight_decay, None)
+    state = with_learning_rates(optimizer.init(params), rates)
+    updates, _ = optimizer.update(jax.tree.map(gradient, params), state, params)
+    return jax.tree.leaves(updates), jax.tree.leaves(params), jax.tree.leaves(parameter_labels(params))
+
+
+def test_weight_decay_spares_the_ssm_parameters(network):
+    updates, params, labels = _first_updates(network, 0.1, {"regular": 2.0, "ssm": 3.0}, jnp.zeros_like)
+    for update, param, label in zip(updates, params, labels):
         expected = -2.0 * 0.1 * param if label == "regular" else jnp.zeros_like(param)
         np.testing.assert_allclose(update, expected, rtol=1e-6)
 
 
 def test_each_group_steps_at_its_own_learning_rate(network):
     # Adam's first step is sign(g) (up to eps), so an update is -rate * sign(g).
-    params = eqx.filter(network, eqx.is_inexact_array)
-    optimizer = make_optimizer(0.0, None)
-    state = with_learning_rates(optimizer.init(params), {"regular": 0.01, "ssm": 0.5})
-    ones = jax.tree.map(jnp.ones_like, params)
-    updates, _ = optimizer.update(ones, state, params)
-    for update, label in zip(jax.tree.leaves(updates), jax.tree.leaves(parameter_labels(params))):
+    updates, _, labels = _first_updates(network, 0.0, {"regular": 0.01, "ssm": 0.5}, jnp.ones_like)
+    for update, label in zip(updates, labels):
         np.testing.assert_allclose(update, -(0.01 if label == "regular" else 0.5), rtol=1e-5)
 
 

@@ -1,13 +1,20 @@
 """CRURegressor: the CRU baseline behind the same scikit-learn interface as
-S5Regressor (same inputs, preprocessing, training loop and persistence)."""
+S5Regressor: a final class over `SequenceEstimator` (inputs, preprocessing,
+fit transaction, persistence) and `RegressionTask` (targets, Gaussian
+predictions), with its own network and its own validated parameters."""
 
 from __future__ import annotations
 
 import equinox as eqx
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from ..estimators import S5Regressor
-from ..estimators._base import SharedParameters
+from numbers import Integral
+
+from sklearn.base import RegressorMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..estimators._base import TRAINING_CONSTRAINTS, SequenceEstimator, SharedParameters
+from ..estimators._regressor import RegressionTask
 from ._cru import CRU
 
 
@@ -50,13 +57,14 @@ _TRAINING_PARAMETERS = SharedParameters(
         "warm_start",
     ),
     batch_size=50,
+    learning_rate=1e-3,
     warmup_epochs=0,
     grad_clip=None,
     standardize=False,
 )
 
 
-class CRURegressor(S5Regressor):
+class CRURegressor(RegressionTask, RegressorMixin, SequenceEstimator):
     """Per-step Gaussian regression with a Continuous Recurrent Unit
     (Schirmer et al., 2022), for comparison with `S5Regressor`.
 
@@ -68,27 +76,22 @@ class CRURegressor(S5Regressor):
     `latent_obs_size` (m; the latent state has 2m), `num_basis` (K),
     `bandwidth`, `hidden_size`; training: `max_epochs`, `batch_size`,
     `learning_rate`, `weight_decay`, `warmup_epochs`, `grad_clip`,
-    `validation_fraction`, `n_iter_no_change`, `standardize`, `first_gap`,
-    `random_state`, `verbose`, `warm_start`.
+    `validation_fraction`, `n_iter_no_change`, `tol`, `standardize`,
+    `first_gap`, `random_state`, `verbose`, `warm_start`; each checked in
+    `fit` against `_parameter_constraints`.
 
     The S5-specific parameters of `S5Regressor` do not apply; the loss is
     always the Gaussian negative log-likelihood.
     """
 
-    # Fixed S5Regressor settings that the shared code reads.
-    loss = "gaussian_nll"
-    time_handling = "gaps"
-    n_layers = d_model = state_size = blocks = 1
-    discretization = "zoh"
-    bidirectional = False
-    activation = "gelu"
-    prenorm = False
-    pooling = "mean"
-    dt_min, dt_max = 0.001, 0.1
-    dropout = 0.0
-    ssm_learning_rate = None
-    scan = "auto"
-
+    _parameter_constraints = {
+        **{name: TRAINING_CONSTRAINTS[name] for name in _TRAINING_PARAMETERS.defaults},
+        "encoder": [StrOptions({"pendulum_cnn", "identity"})],
+        "latent_obs_size": [Interval(Integral, 1, None, closed="left")],
+        "num_basis": [Interval(Integral, 1, None, closed="left")],
+        "bandwidth": [Interval(Integral, 1, None, closed="left")],
+        "hidden_size": [Interval(Integral, 1, None, closed="left")],
+    }
     # What a warm start must not change (it would silently keep the old network).
     _architecture_names = ("encoder", "latent_obs_size", "num_basis", "bandwidth", "hidden_size", "first_gap", "standardize")
 
@@ -102,6 +105,10 @@ class CRURegressor(S5Regressor):
         self.bandwidth = bandwidth
         self.hidden_size = hidden_size
         _TRAINING_PARAMETERS.assign(self, shared)
+
+    @property
+    def _regression_loss(self) -> str:
+        return "gaussian_nll"
 
     def _build_network(self, n_inputs, per_step, target_state, key):
         if not per_step:

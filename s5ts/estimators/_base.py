@@ -8,8 +8,7 @@ import dataclasses
 import inspect
 import io
 import json
-import math
-import numbers
+from numbers import Integral, Real
 
 import equinox as eqx
 import jax
@@ -18,6 +17,7 @@ import pandas as pd
 import scipy.sparse
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..data import RaggedPanel, check_columns, gaps_from_times, time_scale_from, to_panel
@@ -123,60 +123,44 @@ def learn_preprocessing(
     )
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+#: Constraints (scikit-learn's `_parameter_constraints`) of the training
+#: parameters every sequence estimator has.
+TRAINING_CONSTRAINTS = {
+    "encoder": [StrOptions(set(ENCODERS))],
+    "first_gap": [Interval(Real, 0, None, closed="neither")],
+    "standardize": ["boolean"],
+    "max_epochs": [Interval(Integral, 1, None, closed="left")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "learning_rate": [Interval(Real, 0, None, closed="neither")],
+    "weight_decay": [Interval(Real, 0, None, closed="left")],
+    "warmup_epochs": [Interval(Integral, 0, None, closed="left")],
+    "grad_clip": [Interval(Real, 0, None, closed="neither"), None],
+    "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+    "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
+    "tol": [Interval(Real, 0, None, closed="left")],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+    "warm_start": ["boolean"],
+}
 
-
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _check_params(estimator) -> None:
-    """Validate constructor arguments (sklearn style: in fit, not __init__)."""
-    choices = {
-        "discretization": tuple(DISCRETISATIONS),
-        "activation": ACTIVATIONS,
-        "encoder": ENCODERS,
-        "pooling": tuple(p for p in POOLINGS if p != "none"),
-        "time_handling": TIME_HANDLING,
-        "scan": SCAN_METHODS,
-    }
-    for name, allowed in choices.items():
-        value = getattr(estimator, name)
-        if not isinstance(value, str) or value not in allowed:
-            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    for name in ("n_layers", "d_model", "state_size", "blocks", "max_epochs", "batch_size"):
-        value = getattr(estimator, name)
-        if not _is_int(value) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if not _is_int(estimator.warmup_epochs) or estimator.warmup_epochs < 0:
-        raise ValueError(f"warmup_epochs must be a non-negative integer, got {estimator.warmup_epochs!r}")
-    n = estimator.n_iter_no_change
-    if n is not None and (not _is_int(n) or n < 1):
-        raise ValueError(f"n_iter_no_change must be a positive integer or None, got {n!r}")
-    for name in ("learning_rate", "dt_min", "dt_max", "first_gap"):
-        value = getattr(estimator, name)
-        if not (_is_real(value) and value > 0):
-            raise ValueError(f"{name} must be a positive number, got {value!r}")
-    if estimator.dt_min > estimator.dt_max:
-        raise ValueError(f"dt_min must be <= dt_max, got {estimator.dt_min!r} > {estimator.dt_max!r}")
-    for name in ("ssm_learning_rate", "grad_clip"):
-        value = getattr(estimator, name)
-        if value is not None and not (_is_real(value) and value > 0):
-            raise ValueError(f"{name} must be a positive number or None, got {value!r}")
-    for name, low in (("dropout", 0.0), ("validation_fraction", 0.0)):
-        value = getattr(estimator, name)
-        if not (_is_real(value) and low <= value < 1.0):
-            raise ValueError(f"{name} must be in [0, 1), got {value!r}")
-    if not (_is_real(estimator.tol) and estimator.tol >= 0):
-        raise ValueError(f"tol must be a number >= 0, got {estimator.tol!r}")
-    if not (_is_real(estimator.weight_decay) and estimator.weight_decay >= 0):
-        raise ValueError(f"weight_decay must be >= 0, got {estimator.weight_decay!r}")
-    for name in ("bidirectional", "prenorm", "standardize", "warm_start"):
-        value = getattr(estimator, name)
-        if not isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"{name} must be True or False, got {value!r}")
-    estimator._check_task_params()
+#: Constraints of the S5 network's parameters.
+S5_CONSTRAINTS = {
+    "n_layers": [Interval(Integral, 1, None, closed="left")],
+    "d_model": [Interval(Integral, 1, None, closed="left")],
+    "state_size": [Interval(Integral, 1, None, closed="left")],
+    "blocks": [Interval(Integral, 1, None, closed="left")],
+    "discretization": [StrOptions(set(DISCRETISATIONS))],
+    "bidirectional": ["boolean"],
+    "activation": [StrOptions(set(ACTIVATIONS))],
+    "prenorm": ["boolean"],
+    "dt_min": [Interval(Real, 0, None, closed="neither")],
+    "dt_max": [Interval(Real, 0, None, closed="neither")],
+    "dropout": [Interval(Real, 0, 1, closed="left")],
+    "pooling": [StrOptions({p for p in POOLINGS if p != "none"})],
+    "time_handling": [StrOptions(set(TIME_HANDLING))],
+    "scan": [StrOptions(set(SCAN_METHODS))],
+    "ssm_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+}
 
 
 #: Parameters that define the network or the inputs it was trained on: a
@@ -200,78 +184,38 @@ _ARCHITECTURE = (
 )
 
 
-class S5Estimator(BaseEstimator):
-    """Base class: see `S5Regressor` for the parameters."""
+class SequenceEstimator(BaseEstimator):
+    """What every s5ts estimator of ragged series shares: the inputs and
+    their preprocessing, the fit transaction over the shared training loop
+    (`s5ts.training`), prediction, tags and persistence.
 
-    def __init__(
-        self,
-        *,
-        n_layers=2,
-        d_model=32,
-        state_size=16,
-        blocks=1,
-        discretization="zoh",
-        bidirectional=False,
-        activation="half_glu",
-        prenorm=False,
-        dt_min=0.001,
-        dt_max=0.1,
-        dropout=0.0,
-        encoder="identity",
-        pooling="mean",
-        time_handling="gaps",
-        first_gap=1.0,
-        standardize=True,
-        max_epochs=100,
-        batch_size=32,
-        learning_rate=1e-3,
-        ssm_learning_rate=None,
-        weight_decay=0.0,
-        warmup_epochs=1,
-        grad_clip=1.0,
-        validation_fraction=0.1,
-        n_iter_no_change=10,
-        tol=1e-4,
-        scan="auto",
-        random_state=None,
-        verbose=False,
-        warm_start=False,
-    ):
-        self.n_layers = n_layers
-        self.d_model = d_model
-        self.state_size = state_size
-        self.blocks = blocks
-        self.discretization = discretization
-        self.bidirectional = bidirectional
-        self.activation = activation
-        self.prenorm = prenorm
-        self.dt_min = dt_min
-        self.dt_max = dt_max
-        self.dropout = dropout
-        self.encoder = encoder
-        self.pooling = pooling
-        self.time_handling = time_handling
-        self.first_gap = first_gap
-        self.standardize = standardize
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.ssm_learning_rate = ssm_learning_rate
-        self.weight_decay = weight_decay
-        self.warmup_epochs = warmup_epochs
-        self.grad_clip = grad_clip
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.tol = tol
-        self.scan = scan
-        self.random_state = random_state
-        self.verbose = verbose
-        self.warm_start = warm_start
+    Abstract. A final class adds a network (`_build_network`,
+    `_architecture_names`, its own `_parameter_constraints`) and a task
+    (targets, loss, metric, outputs: `RegressionTask`, or the classifier's).
+    """
+
+    _parameter_constraints: dict = TRAINING_CONSTRAINTS
+
+    #: Parameters that define the network or the inputs it was trained on.
+    _architecture_names: tuple = ()
+
+    def _check_params(self) -> None:
+        """Validate constructor arguments (sklearn style: in fit, not __init__)."""
+        self._validate_params()
+        self._check_relations()
+
+    def _check_relations(self) -> None:
+        """Checks between parameters that single constraints cannot express."""
+
+    @property
+    def _time_handling(self) -> str:
+        """How times become the network's gaps (see S5's `time_handling`)."""
+        return "gaps"
+
+    def _build_network(self, n_inputs: int, per_step: bool, target_state, key):
+        raise NotImplementedError
 
     # ----- task-specific hooks (subclasses) -----
-    def _check_task_params(self) -> None:
-        """Validate the subclass's own constructor arguments."""
-
     def _encode_targets(self, y, panel, *, state=None, classes=None, weights=None):
         """(encoded targets, per_step, target state): `state` None learns the
         target state (scaling, classes; weighted by the series' `weights`);
@@ -279,9 +223,6 @@ class S5Estimator(BaseEstimator):
         raise NotImplementedError
 
     def _target_state(self):
-        raise NotImplementedError
-
-    def _make_head(self, n_outputs: int, key):
         raise NotImplementedError
 
     def _n_outputs(self, target_state) -> int:
@@ -321,8 +262,6 @@ class S5Estimator(BaseEstimator):
     def _task_weights(self, targets, target_state):
         """Per-series weights the task adds (the classifier's `class_weight`), or None."""
         return None
-
-    _architecture_names = _ARCHITECTURE
 
     def _architecture_params(self) -> dict:
         return {name: getattr(self, name) for name in self._architecture_names}
@@ -384,27 +323,6 @@ class S5Estimator(BaseEstimator):
             weights=weights,
         )
 
-    # ----- model -----
-    def _build_network(self, n_inputs: int, per_step: bool, target_state, key) -> SequenceNetwork:
-        if self.encoder == "pendulum_cnn" and n_inputs != 576:
-            raise ValueError(
-                f"encoder='pendulum_cnn' needs 576 features per step (24x24 pixels), got {n_inputs}"
-            )
-        k_enc, k_proj, k_head, k_blocks = jax.random.split(key, 4)
-        blocks = make_blocks(
-            self.n_layers, self.d_model, self.state_size, self.blocks, self.discretization,
-            self.bidirectional, self.scan, self.dt_min, self.dt_max, self.activation,
-            self.dropout, self.prenorm, key=k_blocks,
-        )
-        return SequenceNetwork(
-            make_encoder(self.encoder, n_inputs, key=k_enc),
-            blocks,
-            self._make_head(self._n_outputs(target_state), k_head),
-            n_extra=1 if self.time_handling == "append" else 0,
-            pooling="none" if per_step else self.pooling,
-            key=k_proj,
-        )
-
     def _config(self) -> TrainingConfig:
         return TrainingConfig.from_estimator(self)
 
@@ -415,7 +333,7 @@ class S5Estimator(BaseEstimator):
         Ctrl-C before the first epoch) leaves the estimator exactly as it was.
         A non-finite loss commits the best model of the epochs that finished
         (if any) and raises."""
-        _check_params(self)
+        self._check_params()
         enable_compilation_cache()
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
@@ -437,7 +355,7 @@ class S5Estimator(BaseEstimator):
         prep = (
             self.preprocessing_
             if fitted
-            else learn_preprocessing(panel, self.standardize, self.time_handling, self.first_gap, weights)
+            else learn_preprocessing(panel, self.standardize, self._time_handling, self.first_gap, weights)
         )
         if fitted and per_step != self.per_step_:
             raise ValueError(
@@ -659,6 +577,111 @@ class S5Estimator(BaseEstimator):
         check_is_fitted(self, "model_")
         leaves = jax.tree.leaves(eqx.filter(self.model_, eqx.is_inexact_array))
         return int(sum(leaf.size for leaf in leaves))
+
+
+class S5Estimator(SequenceEstimator):
+    """An S5 network of ragged series: see `S5Regressor` for the parameters."""
+
+    _parameter_constraints = {**TRAINING_CONSTRAINTS, **S5_CONSTRAINTS}
+
+    def __init__(
+        self,
+        *,
+        n_layers=2,
+        d_model=32,
+        state_size=16,
+        blocks=1,
+        discretization="zoh",
+        bidirectional=False,
+        activation="half_glu",
+        prenorm=False,
+        dt_min=0.001,
+        dt_max=1.0,
+        dropout=0.0,
+        encoder="identity",
+        pooling="mean",
+        time_handling="gaps",
+        first_gap=1.0,
+        standardize=True,
+        max_epochs=100,
+        batch_size=32,
+        learning_rate=1e-2,
+        ssm_learning_rate=None,
+        weight_decay=0.0,
+        warmup_epochs=5,
+        grad_clip=1.0,
+        validation_fraction=0.1,
+        n_iter_no_change=20,
+        tol=1e-4,
+        scan="auto",
+        random_state=None,
+        verbose=False,
+        warm_start=False,
+    ):
+        self.n_layers = n_layers
+        self.d_model = d_model
+        self.state_size = state_size
+        self.blocks = blocks
+        self.discretization = discretization
+        self.bidirectional = bidirectional
+        self.activation = activation
+        self.prenorm = prenorm
+        self.dt_min = dt_min
+        self.dt_max = dt_max
+        self.dropout = dropout
+        self.encoder = encoder
+        self.pooling = pooling
+        self.time_handling = time_handling
+        self.first_gap = first_gap
+        self.standardize = standardize
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.ssm_learning_rate = ssm_learning_rate
+        self.weight_decay = weight_decay
+        self.warmup_epochs = warmup_epochs
+        self.grad_clip = grad_clip
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.scan = scan
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    _architecture_names = _ARCHITECTURE
+
+    def _make_head(self, n_outputs: int, key):
+        raise NotImplementedError
+
+    @property
+    def _time_handling(self) -> str:
+        return self.time_handling
+
+    def _check_relations(self) -> None:
+        if self.dt_min > self.dt_max:
+            raise ValueError(f"dt_min must be <= dt_max, got {self.dt_min!r} > {self.dt_max!r}")
+
+    # ----- model -----
+    def _build_network(self, n_inputs: int, per_step: bool, target_state, key) -> SequenceNetwork:
+        if self.encoder == "pendulum_cnn" and n_inputs != 576:
+            raise ValueError(
+                f"encoder='pendulum_cnn' needs 576 features per step (24x24 pixels), got {n_inputs}"
+            )
+        k_enc, k_proj, k_head, k_blocks = jax.random.split(key, 4)
+        blocks = make_blocks(
+            self.n_layers, self.d_model, self.state_size, self.blocks, self.discretization,
+            self.bidirectional, self.scan, self.dt_min, self.dt_max, self.activation,
+            self.dropout, self.prenorm, key=k_blocks,
+        )
+        return SequenceNetwork(
+            make_encoder(self.encoder, n_inputs, key=k_enc),
+            blocks,
+            self._make_head(self._n_outputs(target_state), k_head),
+            n_extra=1 if self.time_handling == "append" else 0,
+            pooling="none" if per_step else self.pooling,
+            key=k_proj,
+        )
 
 
 def _map_arrays(state: dict, fn) -> dict:

@@ -8,6 +8,7 @@ from scipy.special import softmax
 from sklearn.base import ClassifierMixin
 from sklearn.metrics import accuracy_score
 from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
@@ -44,10 +45,7 @@ class S5Classifier(ClassifierMixin, S5Estimator):
         super().__init__(**shared)
         self.class_weight = class_weight
 
-    def _check_task_params(self):
-        cw = self.class_weight
-        if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
-            raise ValueError(f"class_weight must be None, 'balanced' or a dict {{label: weight}}, got {cw!r}")
+    _parameter_constraints = {**S5Estimator._parameter_constraints, "class_weight": [StrOptions({"balanced"}), dict, None]}
 
     def _task_weights(self, targets, classes):
         if self.class_weight is None:

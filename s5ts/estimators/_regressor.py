@@ -13,6 +13,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..data import to_targets
 from ..nn import GaussianHead
+from sklearn.utils._param_validation import StrOptions
+
 from ._base import S5Estimator, weighted_mean_std, with_shared_parameters
 from ..training import SquaredErrorInUnits, gaussian_nll_loss, mse_loss
 
@@ -26,7 +28,139 @@ class TargetScaling:
     is_1d: bool
 
 
-class S5Regressor(RegressorMixin, S5Estimator):
+class RegressionTask:
+    """The regression half of a sequence regressor (`S5Regressor`,
+    `CRURegressor`): targets standardised in fit and restored in predict,
+    the loss named by `_regression_loss`, model selection by MSE in the
+    targets' units (`history_`'s `valid_mse`), `predict(return_std=)`, R²
+    `score`, `partial_fit`. Mixed into a `SequenceEstimator`."""
+
+    @property
+    def _regression_loss(self) -> str:
+        """The loss's name in `REGRESSION_LOSSES`."""
+        raise NotImplementedError
+
+    def _loss_fn(self):
+        return REGRESSION_LOSSES[self._regression_loss]
+
+    _metric_name = "mse"
+
+    def _metric(self, scaling):
+        # Model selection compares MSE in the targets' own units.
+        return SquaredErrorInUnits(jnp.asarray(scaling.std, jnp.float32))
+
+    def _encode_targets(self, y, panel, *, state=None, classes=None, weights=None):
+        targets = to_targets(y, panel, numeric=True)
+        per_step = targets.kind == "per_step"
+        items = [np.asarray(v, np.float64) for v in targets.values] if per_step else None
+        if per_step:
+            stacked = np.concatenate([v.reshape(len(v), -1) for v in items])
+        else:
+            stacked = np.asarray(targets.values, np.float64).reshape(panel.n_series, -1)
+        if state is None:
+            rows = None if weights is None else (np.repeat(weights, [len(v) for v in items]) if per_step else weights)
+            mean, std = weighted_mean_std(stacked, rows)
+            scaling = TargetScaling(mean, np.where(std > 0, std, 1.0), targets.is_1d)
+        else:
+            scaling = state
+            if stacked.shape[1] != len(scaling.mean):
+                raise ValueError(
+                    f"y has {stacked.shape[1]} targets per {'step' if per_step else 'series'}; "
+                    f"the model has {len(scaling.mean)}"
+                )
+
+        def scale(values):
+            return ((values - scaling.mean) / scaling.std).astype(np.float32)
+
+        if per_step:
+            encoded = tuple(scale(v.reshape(len(v), -1)) for v in items)
+        else:
+            encoded = scale(stacked)
+        return encoded, per_step, scaling
+
+    def _set_target_state(self, scaling):
+        self._target_scaling = scaling
+
+    def _target_state(self):
+        return self._target_scaling
+
+    def _n_outputs(self, scaling):
+        return len(scaling.mean)
+
+    def _fitted_metadata(self):
+        s = self._target_scaling
+        return {"target_mean": s.mean.tolist(), "target_std": s.std.tolist(), "target_1d": s.is_1d}
+
+    def _target_state_from_metadata(self, metadata):
+        return TargetScaling(
+            np.asarray(metadata["target_mean"]), np.asarray(metadata["target_std"]), metadata["target_1d"]
+        )
+
+    def partial_fit(self, X, y, sample_weight=None, *, times=None):
+        """One epoch over (X, y), continuing from the current model (no
+        validation split; the optimiser state is kept between calls; the
+        learning rate warms up over the first `warmup_epochs` calls, then
+        stays at `learning_rate`).
+
+        **Returns:** `self`.
+        """
+        return self._fit(X, y, times, sample_weight=sample_weight, partial=True)
+
+    def predict(self, X, *, times=None, return_std=False):
+        """Predicted means: (n,) / (n, k) per series, or a list of (L_i,) /
+        (L_i, k) arrays for per-step models. With `return_std=True`
+        (`loss="gaussian_nll"` only) also the predictive standard deviations,
+        in the same layout."""
+        check_is_fitted(self, "model_")
+        if return_std and self._regression_loss != "gaussian_nll":
+            raise ValueError("return_std=True needs a Gaussian head: fit with loss='gaussian_nll'")
+        panel = self._panel(X, times, fitted=True)
+        means, stds = self._unscaled(self._predict_panel(panel))
+        return (means, stds) if return_std else means
+
+    def _unscaled(self, outputs):
+        """Network outputs → (means, stds) in the targets' units and layout."""
+        s = self._target_scaling
+
+        def unscale(item):
+            if isinstance(item, tuple):
+                mean, var = item
+                return mean * s.std + s.mean, np.sqrt(var) * s.std
+            return item * s.std + s.mean, None
+
+        pairs = [unscale(item) for item in outputs]
+        means = [m for m, _ in pairs]
+        stds = [d for _, d in pairs]
+        if s.is_1d:
+            means = [m[..., 0] for m in means]
+            stds = [None if d is None else d[..., 0] for d in stds]
+        if not self.per_step_:
+            means = np.stack(means)
+            stds = None if stds[0] is None else np.stack(stds)
+        return means, stds
+
+    def score(self, X, y, sample_weight=None, *, times=None):
+        """R² of the predictions. `y` is aligned with X as in `fit`; for
+        per-step models R² is over all observations (a series' weight in
+        `sample_weight` applies to each of its steps)."""
+        check_is_fitted(self, "model_")
+        panel = self._panel(X, times, fitted=True)
+        kind = "per_step" if self.per_step_ else "sequence"
+        truth = to_targets(y, panel, numeric=True, kind=kind).values
+        prediction, _ = self._unscaled(self._predict_panel(panel))
+        if self.per_step_:
+            if sample_weight is not None:
+                sample_weight = np.repeat(np.asarray(sample_weight, np.float64), panel.lengths)
+            truth, prediction = np.concatenate(truth), np.concatenate(prediction)
+        return r2_score(truth, prediction, sample_weight=sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class S5Regressor(RegressionTask, RegressorMixin, S5Estimator):
     r"""S5 regression on ragged, irregularly sampled series (scikit-learn API).
 
     Each series is a sequence of observations at strictly increasing times;
@@ -93,130 +227,13 @@ class S5Regressor(RegressorMixin, S5Estimator):
         super().__init__(**shared)
         self.loss = loss
 
-    def _check_task_params(self):
-        if not isinstance(self.loss, str) or self.loss not in REGRESSION_LOSSES:
-            raise ValueError(f"loss must be one of {tuple(REGRESSION_LOSSES)}, got {self.loss!r}")
+    _parameter_constraints = {**S5Estimator._parameter_constraints, "loss": [StrOptions(set(REGRESSION_LOSSES))]}
 
-    def _loss_fn(self):
-        return REGRESSION_LOSSES[self.loss]
-
-    _metric_name = "mse"
-
-    def _metric(self, scaling):
-        # Model selection compares MSE in the targets' own units.
-        return SquaredErrorInUnits(jnp.asarray(scaling.std, jnp.float32))
-
-    def _encode_targets(self, y, panel, *, state=None, classes=None, weights=None):
-        targets = to_targets(y, panel, numeric=True)
-        per_step = targets.kind == "per_step"
-        items = [np.asarray(v, np.float64) for v in targets.values] if per_step else None
-        if per_step:
-            stacked = np.concatenate([v.reshape(len(v), -1) for v in items])
-        else:
-            stacked = np.asarray(targets.values, np.float64).reshape(panel.n_series, -1)
-        if state is None:
-            rows = None if weights is None else (np.repeat(weights, [len(v) for v in items]) if per_step else weights)
-            mean, std = weighted_mean_std(stacked, rows)
-            scaling = TargetScaling(mean, np.where(std > 0, std, 1.0), targets.is_1d)
-        else:
-            scaling = state
-            if stacked.shape[1] != len(scaling.mean):
-                raise ValueError(
-                    f"y has {stacked.shape[1]} targets per {'step' if per_step else 'series'}; "
-                    f"the model has {len(scaling.mean)}"
-                )
-
-        def scale(values):
-            return ((values - scaling.mean) / scaling.std).astype(np.float32)
-
-        if per_step:
-            encoded = tuple(scale(v.reshape(len(v), -1)) for v in items)
-        else:
-            encoded = scale(stacked)
-        return encoded, per_step, scaling
-
-    def _set_target_state(self, scaling):
-        self._target_scaling = scaling
-
-    def _target_state(self):
-        return self._target_scaling
-
-    def _n_outputs(self, scaling):
-        return len(scaling.mean)
+    @property
+    def _regression_loss(self) -> str:
+        return self.loss
 
     def _make_head(self, n_outputs, key):
         if self.loss == "gaussian_nll":
             return GaussianHead(self.d_model, n_outputs, self.d_model, key=key)
         return eqx.nn.Linear(self.d_model, n_outputs, key=key)
-
-    def _fitted_metadata(self):
-        s = self._target_scaling
-        return {"target_mean": s.mean.tolist(), "target_std": s.std.tolist(), "target_1d": s.is_1d}
-
-    def _target_state_from_metadata(self, metadata):
-        return TargetScaling(
-            np.asarray(metadata["target_mean"]), np.asarray(metadata["target_std"]), metadata["target_1d"]
-        )
-
-    def partial_fit(self, X, y, sample_weight=None, *, times=None):
-        """One epoch over (X, y), continuing from the current model (no
-        validation split; the optimiser state is kept between calls; the
-        learning rate warms up over the first `warmup_epochs` calls, then
-        stays at `learning_rate`).
-
-        **Returns:** `self`.
-        """
-        return self._fit(X, y, times, sample_weight=sample_weight, partial=True)
-
-    def predict(self, X, *, times=None, return_std=False):
-        """Predicted means: (n,) / (n, k) per series, or a list of (L_i,) /
-        (L_i, k) arrays for per-step models. With `return_std=True`
-        (`loss="gaussian_nll"` only) also the predictive standard deviations,
-        in the same layout."""
-        check_is_fitted(self, "model_")
-        if return_std and self.loss != "gaussian_nll":
-            raise ValueError("return_std=True needs a Gaussian head: fit with loss='gaussian_nll'")
-        panel = self._panel(X, times, fitted=True)
-        means, stds = self._unscaled(self._predict_panel(panel))
-        return (means, stds) if return_std else means
-
-    def _unscaled(self, outputs):
-        """Network outputs → (means, stds) in the targets' units and layout."""
-        s = self._target_scaling
-
-        def unscale(item):
-            if isinstance(item, tuple):
-                mean, var = item
-                return mean * s.std + s.mean, np.sqrt(var) * s.std
-            return item * s.std + s.mean, None
-
-        pairs = [unscale(item) for item in outputs]
-        means = [m for m, _ in pairs]
-        stds = [d for _, d in pairs]
-        if s.is_1d:
-            means = [m[..., 0] for m in means]
-            stds = [None if d is None else d[..., 0] for d in stds]
-        if not self.per_step_:
-            means = np.stack(means)
-            stds = None if stds[0] is None else np.stack(stds)
-        return means, stds
-
-    def score(self, X, y, sample_weight=None, *, times=None):
-        """R² of the predictions. `y` is aligned with X as in `fit`; for
-        per-step models R² is over all observations (a series' weight in
-        `sample_weight` applies to each of its steps)."""
-        check_is_fitted(self, "model_")
-        panel = self._panel(X, times, fitted=True)
-        kind = "per_step" if self.per_step_ else "sequence"
-        truth = to_targets(y, panel, numeric=True, kind=kind).values
-        prediction, _ = self._unscaled(self._predict_panel(panel))
-        if self.per_step_:
-            if sample_weight is not None:
-                sample_weight = np.repeat(np.asarray(sample_weight, np.float64), panel.lengths)
-            truth, prediction = np.concatenate(truth), np.concatenate(prediction)
-        return r2_score(truth, prediction, sample_weight=sample_weight)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags

@@ -130,7 +130,7 @@ def train_with_selection(model, X_train, y_train, X_valid, y_valid):
     loss, validation MSE in the targets' units, training seconds)."""
     model.fit(X_train, y_train, validation_data=(X_valid, y_valid))
     curve = [
-        {"epoch": r["epoch"], "train_loss": r["train_loss"], "valid_mse": r["valid_score"], "seconds": r["train_seconds"]}
+        {"epoch": r["epoch"], "train_loss": r["train_loss"], "valid_mse": r["valid_mse"], "seconds": r["train_seconds"]}
         for r in model.history_
     ]
     return model, curve
