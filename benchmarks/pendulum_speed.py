@@ -30,7 +30,7 @@ from _timing import print_header, print_table, seconds, time_interleaved
 from s5ts.data import to_panel
 from s5ts.datasets import load_pendulum
 from s5ts.training import placement_for
-from s5ts.training import make_optimizer, padded_batch, train_step, with_learning_rates
+from s5ts.training import make_optimizer, padded_batch, train_step
 from s5ts.experiments.pendulum import PRESETS, make_model
 
 OFFICIAL_STEP_SECONDS = 0.65  # measured once: official S5 code, batch 32, this kind of CPU
@@ -44,12 +44,12 @@ def _step_call(estimator, panel, y, rows):
     batch = placement.put_batch(padded_batch(data, np.arange(rows), rows))
     model, opt_state = placement.replicate((estimator._training_state_.model, estimator._training_state_.opt_state))
     optimizer = make_optimizer(float(estimator.weight_decay), estimator.grad_clip)
-    opt_state = with_learning_rates(opt_state, {"regular": 1e-3, "ssm": 1e-3})
+    rates = {"regular": np.float32(1e-3), "ssm": np.float32(1e-3)}
     loss_fn = estimator._loss_fn()
     key = jax.random.key(0)
 
     def step():
-        return train_step(model, opt_state, batch, key, optimizer, loss_fn)[2]
+        return train_step(model, opt_state, batch, rates, key, optimizer, loss_fn)[2]
 
     return step
 

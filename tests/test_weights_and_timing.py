@@ -171,3 +171,19 @@ def test_the_cache_can_be_turned_off(tmp_path):
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
     result = _probe(env)
     assert result["dir"] is None and result["hits"] == 0 and not (tmp_path / "xdg").exists()
+
+
+def test_the_cache_keeps_one_folder_per_core_count(tmp_path):
+    # A program compiled with one core runs at one core's speed when read
+    # back by a process with more: separate folders keep them apart.
+    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs CPU affinity with at least 2 cores")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("S5TS_")}
+    env["S5TS_COMPILATION_CACHE"] = str(tmp_path)
+    code = "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); " + _CACHE_PROBE
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=600)
+    one_core = json.loads(out.stdout.strip().splitlines()[-1])
+    assert one_core["dir"] == str(tmp_path / "cpus-1")
+    all_cores = _probe(env)
+    assert all_cores["dir"] == str(tmp_path / f"cpus-{len(os.sched_getaffinity(0))}")
+    assert all_cores["hits"] == 0  # nothing of the one-core programs is reused

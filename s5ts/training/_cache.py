@@ -14,6 +14,14 @@ from disk instead. `enable_compilation_cache` runs at the start of every
 - otherwise the cache is `<user cache dir>/s5ts/jax-<jax version>`
   (`platformdirs.user_cache_dir`), and every compiled program is kept
   (JAX's default keeps only those that took over a second to compile).
+
+s5ts keeps one subfolder per number of CPU cores the process may use
+(`cpus-<n>`): XLA's CPU code is partitioned for the threads it had when it
+compiled, and JAX's cache key does not say how many, so a program compiled
+under `taskset -c 0` and read back by a process with two cores ran its
+training step at one core's speed (2.3× slower, measured on the pendulum
+model; docs/performance.md). A cache configured through JAX has no such
+subfolders: keep one per core count yourself.
 """
 
 from __future__ import annotations
@@ -46,16 +54,26 @@ def default_cache_dir() -> Path:
     return Path(user_cache_dir("s5ts")) / f"jax-{jax.__version__}"
 
 
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def compilation_cache_dir() -> Path | None:
-    """The directory s5ts would use now, or None when the cache is off."""
+    """The directory s5ts would use now (with its `cpus-<n>` subfolder), or
+    None when the cache is off."""
     if _choice[0] is False:
         return None
-    if _choice[0] is not None:
-        return Path(_choice[0])
     env = os.environ.get(ENVIRONMENT_VARIABLE)
-    if env is not None and env.strip().lower() in _OFF:
+    if _choice[0] is not None:
+        base = Path(_choice[0])
+    elif env is not None and env.strip().lower() in _OFF:
         return None
-    return Path(env) if env else default_cache_dir()
+    else:
+        base = Path(env) if env else default_cache_dir()
+    return base / f"cpus-{_usable_cores()}"
 
 
 def enable_compilation_cache() -> None:

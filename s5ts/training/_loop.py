@@ -94,9 +94,11 @@ def _loss(model, batch, key, loss_fn):
 
 
 @eqx.filter_jit
-def train_step(model, opt_state, batch, key, optimizer, loss_fn):
-    """One optimiser step at the learning rates in `opt_state`
-    (`with_learning_rates`); returns (model, opt_state, loss)."""
+def train_step(model, opt_state, batch, learning_rates, key, optimizer, loss_fn):
+    """One optimiser step at `learning_rates` ({group: float32 scalar}),
+    written into the optimiser state (`with_learning_rates`: inside the
+    compiled step it costs nothing); returns (model, opt_state, loss)."""
+    opt_state = with_learning_rates(opt_state, learning_rates)
     params = eqx.filter(model, eqx.is_inexact_array)
     loss, grads = eqx.filter_value_and_grad(_loss)(model, batch, key, loss_fn)
     updates, opt_state = optimizer.update(grads, opt_state, params)
@@ -313,10 +315,11 @@ def train(
             losses = []
             for scale, (_, batch) in zip(scales, iterate_batches(train_data, rows, shuffle=True, rng=rng)):
                 key, step_key = jax.random.split(key)
-                rates = {"regular": config.learning_rate * scale, "ssm": ssm_rate * scale}
-                opt_state = with_learning_rates(opt_state, rates)
+                rates = {"regular": np.float32(config.learning_rate * scale), "ssm": np.float32(ssm_rate * scale)}
                 progress.before_step(batch)
-                (model, opt_state, loss), seconds = timed(train_step, model, opt_state, batch, step_key, optimizer, loss_fn)
+                (model, opt_state, loss), seconds = timed(
+                    train_step, model, opt_state, batch, rates, step_key, optimizer, loss_fn
+                )
                 compile_time += seconds
                 progress.after_step()
                 step += 1

@@ -3,8 +3,9 @@ for ordinary parameters and Adam without decay for the SSM parameters (Λ, B̃,
 log Δ), each group with its own learning rate (`optax.multi_transform`).
 
 The learning rates live in the optimiser state (`optax.inject_hyperparams`
-around `optax.scale_by_learning_rate`) and are set before every step from an
-optax schedule (`schedule_scales`): the compiled training step never sees a
+around `optax.scale_by_learning_rate`); every step takes this step's rates
+(from an optax schedule, `schedule_scales`, evaluated on the host) as array
+inputs and writes them into the state: the compiled step never sees a
 schedule, so fits with other learning rates, epochs or data sizes reuse it.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -68,7 +70,7 @@ def with_learning_rates(opt_state, rates: dict[str, Any]):
         def in_group(path, _value, group=group) -> bool:
             return any(getattr(key, "key", None) == group for key in path)
 
-        opt_state = optax.tree_utils.tree_set(opt_state, in_group, learning_rate=np.float32(rate))
+        opt_state = optax.tree_utils.tree_set(opt_state, in_group, learning_rate=jnp.asarray(rate, jnp.float32))
     return opt_state
 
 
@@ -94,5 +96,8 @@ def schedule_scales(steps: np.ndarray, total_steps: int | None, warmup_steps: in
 
 
 def init_optimizer_state(model, weight_decay: float, grad_clip: float | None):
-    """A fresh optimiser state for `model`'s inexact arrays."""
-    return make_optimizer(float(weight_decay), grad_clip).init(eqx.filter(model, eqx.is_inexact_array))
+    """A fresh optimiser state for `model`'s inexact arrays, its learning
+    rates strongly typed float32 zeros (as the training step writes them, so
+    the step compiles once)."""
+    state = make_optimizer(float(weight_decay), grad_clip).init(eqx.filter(model, eqx.is_inexact_array))
+    return with_learning_rates(state, dict.fromkeys(GROUPS, 0.0))
