@@ -17,7 +17,7 @@ from scipy.stats import norm  # noqa: E402
 from sktime.forecasting.base import ForecastingHorizon  # noqa: E402
 
 from s5ts.sktime import S5Forecaster  # noqa: E402
-from s5ts.sktime._forecast_steps import step_inputs  # noqa: E402
+from s5ts.forecasting import advance, observation_steps, query_steps  # noqa: E402
 
 FAST = {"n_layers": 1, "d_model": 4, "state_size": 2, "max_epochs": 3, "random_state": 0}
 START = pd.Timestamp("2024-01-01")
@@ -122,18 +122,29 @@ def test_intervals_quantiles_and_variance_are_one_gaussian(fitted):
     np.testing.assert_allclose(distribution.var()["y"], var, rtol=1e-5)
 
 
-def test_in_sample_forecasts_equal_the_sequence_mode_outputs(series, fitted):
-    # At an observation time, the forecast is the network's sequence-mode
-    # output for that step: a one-step-ahead forecast from the steps before.
-    values = series.to_numpy()
-    z = ((values - values.mean()) / values.std())[:, None]
-    seconds = (series.index - START).total_seconds().to_numpy()
-    u, gaps = step_inputs(seconds, z, None, scale=fitted.time_scale_, first_gap=1.0)
-    mean, var = eqx.filter_jit(fitted.network_)(u, gaps)
-    expected = np.asarray(mean)[:, 0] * values.std() + values.mean()
-    in_sample = fitted.predict(_absolute(series.index))
+def test_in_sample_forecasts_are_one_step_from_the_state_before(series, fitted):
+    # At an observation time t_k, the forecast is one query step from the
+    # state after step k-1 (the network run step by step in a Python loop).
+    core = fitted.forecaster_
+    record = core.series_[None]
+    layout = core._layout
+    u, gaps = observation_steps(layout, record.times, record.y, None, record.scale)
+    model = fitted.network_
+    network = model.network
+    state, states = network.init_state(), []
+    for k in range(len(gaps)):
+        state, _ = network.step(state, u[k], gaps[k])
+        states.append(state)
+    expected = []
+    for k in range(1, len(gaps)):
+        q, lead = query_steps(layout, record.times[k : k + 1], None, record.times[k - 1 : k])
+        mean, _ = model.query(states[k - 1], q[0], lead[0])
+        expected.append(record.y[k - 1, 0] + record.scale.spread[0] * float(mean[0]))
+    in_sample = fitted.predict(_absolute(series.index[1:]))
     np.testing.assert_allclose(in_sample, expected, rtol=1e-4, atol=1e-5)
-    assert np.all(fitted.predict_var(_absolute(series.index)) > 0)
+    assert np.all(fitted.predict_var(_absolute(series.index[1:])) > 0)
+    with pytest.raises(ValueError, match="first observation"):
+        fitted.predict(_absolute(series.index[:1]))
 
 
 def _panel(parts: dict) -> pd.DataFrame:
@@ -153,19 +164,25 @@ def panel_fitted(series):
 def test_update_advances_the_state_like_the_whole_history(series, panel_fitted):
     before = copy.deepcopy(panel_fitted)
     future = _absolute(pd.DatetimeIndex(series.index[-1] + pd.to_timedelta(LEADS, unit="s")))
-    # "a" continues from its stored state; "c", new to the model, is the whole
-    # history of "a" run from the zero state in one go.
-    updated = copy.deepcopy(panel_fitted).update(_panel({"a": series.iloc[20:], "c": series}))
+    # "a" continues from its stored state: the same state as its whole
+    # history run from the zero state in one go; "c" is new to the model.
+    updated = copy.deepcopy(panel_fitted).update(_panel({"a": series.iloc[20:], "c": series}), update_params=False)
     prediction = updated.predict(future)
     assert prediction.index.names == ["unit", "time"]
     assert set(prediction.index.get_level_values(0)) == {"a", "b", "c"}
-    np.testing.assert_allclose(prediction.loc["a"], prediction.loc["c"], rtol=1e-5, atol=1e-6)
+    core = updated.forecaster_
+    record = core.series_["a"]
+    np.testing.assert_array_equal(record.times, core.series_["c"].times)
+    u, gaps = observation_steps(core._layout, record.times, record.y, None, record.scale)
+    whole = advance(core.network_.network, core.network_.network.init_state(), u, gaps)
+    for carried, recomputed in zip(record.state, whole):
+        np.testing.assert_allclose(carried, recomputed, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(prediction.loc["b"], before.predict(future).loc["b"], rtol=1e-6)
     assert not np.allclose(prediction.loc["a"], before.predict(future).loc["a"])
     # One observation at a time gives the same state.
     stepwise = copy.deepcopy(panel_fitted)
     for k in range(20, len(series)):
-        stepwise.update(_panel({"a": series.iloc[k : k + 1]}))
+        stepwise.update(_panel({"a": series.iloc[k : k + 1]}), update_params=False)
     np.testing.assert_allclose(stepwise.predict(future).loc["a"], prediction.loc["a"], rtol=1e-5, atol=1e-6)
     assert updated.cutoff[0] == series.index[-1]
 
@@ -173,8 +190,8 @@ def test_update_advances_the_state_like_the_whole_history(series, panel_fitted):
 def test_update_skips_rows_it_already_knows(series, fitted):
     new_times = pd.DatetimeIndex(series.index[-1] + pd.to_timedelta([90, 700], unit="s"))
     new = pd.Series([0.3, -0.1], index=new_times, name="y")
-    only_new = copy.deepcopy(fitted).update(new)
-    with_overlap = copy.deepcopy(fitted).update(pd.concat([series.iloc[-5:], new]))
+    only_new = copy.deepcopy(fitted).update(new, update_params=False)
+    with_overlap = copy.deepcopy(fitted).update(pd.concat([series.iloc[-5:], new]), update_params=False)
     fh = _relative_timedeltas(LEADS)
     np.testing.assert_allclose(with_overlap.predict(fh), only_new.predict(fh), rtol=1e-6)
     same_times = _absolute(new_times[-1] + pd.to_timedelta(LEADS, unit="s"))

@@ -130,16 +130,30 @@ class S5Block(eqx.Module):
         key: PRNGKeyArray | None = None,
         inference: bool = True,
     ) -> tuple[Float[Array, "L H"], Complex[Array, " P"]]:
+        x, states = self.with_states(x, gaps, mask, state, key=key, inference=inference)
+        return x, states[-1]
+
+    def with_states(
+        self,
+        x: Float[Array, "L H"],
+        gaps: Float[Array, " L"],
+        mask: Bool[Array, " L"] | None = None,
+        state: Complex[Array, " P"] | None = None,
+        *,
+        key: PRNGKeyArray | None = None,
+        inference: bool = True,
+    ) -> tuple[Float[Array, "L H"], Complex[Array, "L P"]]:
+        """Like the call, but with the SSM state after every step."""
         skip = x
         if self.prenorm:
             x = jax.vmap(self.norm)(x)
-        x, state_last = self.ssm(x, gaps, mask, state)
+        x, states = self.ssm.with_states(x, gaps, mask, state)
         x = jax.vmap(self.activation)(x)
         x = self.dropout(x, key=key, inference=inference or key is None)
         x = skip + x
         if not self.prenorm:
             x = jax.vmap(self.norm)(x)
-        return x, state_last
+        return x, states
 
     def init_state(self) -> Complex[Array, " P"]:
         return self.ssm.init_state()

@@ -119,8 +119,9 @@ class SequenceNetwork(eqx.Module):
             features = jnp.concatenate([features, extra_k])
         return self.projection(features)
 
-    def _hidden(self, u, gaps, mask, extra, state, key, inference):
-        """Blocks' output (L, H) and the states after the last real step."""
+    def _hidden(self, u, gaps, mask, extra, state, key, inference, every_step=False):
+        """Blocks' output (L, H) and the states after the last real step (or,
+        `every_step`, after every step: per block (L, P))."""
         if mask is None:
             mask = jnp.ones(u.shape[0], dtype=bool)
         if self.n_extra and (extra is None or extra.shape != (u.shape[0], self.n_extra)):
@@ -135,8 +136,8 @@ class SequenceNetwork(eqx.Module):
         states = [None] * len(self.blocks) if state is None else list(state)
         last_states = []
         for block, block_state, block_key in zip(self.blocks, states, keys):
-            h, block_state = block(h, gaps, mask, block_state, key=block_key, inference=inference)
-            last_states.append(block_state)
+            h, block_states = block.with_states(h, gaps, mask, block_state, key=block_key, inference=inference)
+            last_states.append(block_states if every_step else block_states[-1])
         return h, mask, tuple(last_states)
 
     def __call__(
@@ -155,6 +156,27 @@ class SequenceNetwork(eqx.Module):
         if self.pooling == "last":
             return self.head(masked_last(h, mask))
         return jax.vmap(self.head)(h)
+
+    def states(
+        self,
+        u: Float[Array, "L D"],
+        gaps: Float[Array, " L"],
+        mask: Bool[Array, " L"] | None = None,
+        extra: Float[Array, "L E"] | None = None,
+        state: tuple[Complex[Array, " P"], ...] | None = None,
+        *,
+        key: PRNGKeyArray | None = None,
+        inference: bool = True,
+    ) -> tuple[Complex[Array, "L P"], ...]:
+        """Sequence mode's states of every block after every step (a padded
+        step repeats the state before it), from `state` (default: zero), for
+        causal per-step networks: `step` from the state after step k equals
+        continuing the sequence there."""
+        if self.pooling != "none":
+            raise ValueError(f"states() needs per-step outputs (pooling='none'), not {self.pooling!r}")
+        state = self.init_state() if state is None else state
+        _, _, states = self._hidden(u, gaps, mask, extra, state, key, inference, every_step=True)
+        return states
 
     def init_state(self) -> tuple[Complex[Array, " P"], ...]:
         """Zero states of every block: the start of a new series."""

@@ -180,6 +180,18 @@ class S5SSM(eqx.Module):
         mask: Bool[Array, " L"] | None = None,
         state: Complex[Array, " P"] | None = None,
     ) -> tuple[Float[Array, "L H"], Complex[Array, " P"]]:
+        y, states = self.with_states(u, gaps, mask, state)
+        return y, states[-1]
+
+    def with_states(
+        self,
+        u: Float[Array, "L H"],
+        gaps: Float[Array, " L"],
+        mask: Bool[Array, " L"] | None = None,
+        state: Complex[Array, " P"] | None = None,
+    ) -> tuple[Float[Array, "L H"], Complex[Array, "L P"]]:
+        """Like the call, but with the (forward) state after every step
+        (a padded step repeats the state before it)."""
         if u.ndim != 2 or u.shape[1] != self.d_model:
             raise ValueError(f"u must have shape (L, {self.d_model}), got {u.shape}")
         if gaps.shape != u.shape[:1]:
@@ -198,7 +210,7 @@ class S5SSM(eqx.Module):
         if self.bidirectional:
             back = self._run(backward_gaps(gaps, mask), mask, bu, None, reverse=True)
             y = y + _project_out(self.C_back_re, self.C_back_im, back)
-        return y, states[-1]
+        return y, states
 
     def _run(self, gaps, mask, bu, state, *, reverse):
         if resolve_scan_method(self.scan) == "sequential":

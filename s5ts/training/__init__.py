@@ -21,6 +21,7 @@ from ._loop import (
 )
 from ._losses import (
     LOSSES,
+    VARIANCE_FLOOR,
     SquaredErrorInUnits,
     cross_entropy_loss,
     gaussian_nll_loss,
@@ -46,6 +47,7 @@ __all__ = [
     "TrainingConfig",
     "TrainingResult",
     "TrainingState",
+    "VARIANCE_FLOOR",
     "batch_rows",
     "compilation_cache_dir",
     "compile_seconds_so_far",

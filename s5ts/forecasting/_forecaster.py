@@ -1,0 +1,600 @@
+"""`Forecaster`: irregular-time forecasting with S5 on pandas alone (the
+sktime `S5Forecaster` is a thin adapter over it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from numbers import Integral, Real
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..data import time_scale_from, to_panel
+from ..estimators import S5_CONSTRAINTS, TRAINING_CONSTRAINTS, SharedParameters
+from ..nn import IdentityEncoder, SequenceNetwork, make_blocks
+from ..training import (
+    Sequences,
+    TrainingConfig,
+    TrainingState,
+    enable_compilation_cache,
+    predict_outputs,
+    train,
+)
+from ._calendar import ORDERS, choose_cycles
+from ._network import (
+    MultiHorizonNetwork,
+    advance,
+    forecast,
+    query_nll,
+    query_squared_error,
+    states_after_each_step,
+)
+from ._steps import SeriesScale, StepLayout, draw_queries, last_values, observation_steps, query_examples, query_steps
+
+#: The `S5Estimator` parameters the forecaster takes, with defaults for one
+#: or a few series (see docs/forecasting.md for how they were chosen).
+PARAMETERS = SharedParameters(
+    exclude=("bidirectional", "encoder", "pooling", "time_handling", "standardize", "scan", "warm_start"),
+    max_epochs=200,
+    batch_size=8,
+    learning_rate=3e-3,
+    dt_max=0.1,
+    warmup_epochs=5,
+    validation_fraction=0.15,
+    n_iter_no_change=20,
+)
+
+#: Fewest batches per training epoch: the windows of few or short series
+#: are repeated, each copy with fresh draws of its queries, up to this many.
+MIN_BATCHES_PER_EPOCH = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class SeriesState:
+    """One series as the forecaster knows it: observation times, values in
+    original units, standardised exogenous features, its `SeriesScale`, and the network state after its last observation."""
+
+    times: np.ndarray  # (L,)
+    y: np.ndarray  # (L, d), NaN = not observed
+    x: np.ndarray | None  # (L, e)
+    scale: SeriesScale
+    state: tuple  # per block, complex (P,)
+
+
+class Forecaster(BaseEstimator):
+    r"""Forecast irregularly sampled series at any future times with S5.
+
+    A causal S5 network reads each series one observation at a time (the
+    step inputs are in `s5ts.forecasting._steps`: changes since the last
+    value in units of the series' spread, the gap, calendar features and
+    exogenous `X`). It is trained on what predict asks for: from origins
+    inside each training series, values at leads up to `horizon`, the state
+    at the origin carried over each lead exactly ($e^{\Lambda\Delta g}$)
+    and a Gaussian head on the change since the origin's last value. The
+    last `validation_fraction` of each series' time span is held out of the
+    targets for early stopping and to calibrate the variance (its
+    standardised squared errors have mean 1).
+
+    **Data:** `y` a Series or DataFrame (d columns; NaN = not observed)
+    indexed by time (datetime, timedelta, numbers or periods; irregular),
+    or a MultiIndex frame `(series…, time)` for one global model over a
+    panel; `X` exogenous features of the same layout at every time of `y`
+    and of the forecasts.
+
+    **Parameters:** `horizon` — the longest lead trained for, in the time
+    index's units (a Timedelta for datetime indexes); None: a quarter of
+    the median span of the series (`fit(horizon=...)` overrides it);
+    `calendar` — `"auto"` (yearly / weekly / daily Fourier terms by
+    Prophet's rules on datetime indexes), None, or a list of those names;
+    `n_queries` — leads drawn per origin; `window_length` — training
+    windows of at most this many observations (long series give many);
+    then the architecture and training parameters of `s5ts.S5Regressor`.
+
+    **Fitted attributes:** `network_` (a `MultiHorizonNetwork`), `history_` (per-epoch records),
+    `time_scale_`, `horizon_`, `cycles_`, `interval_scale_` (the
+    calibrated factor on the standard deviations), `series_` (per series
+    id, a `SeriesState`).
+
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> hours = np.cumsum(rng.exponential(1.0, 80))
+    >>> y = pd.Series(np.sin(hours), index=pd.to_timedelta(hours, unit="h"))
+    >>> model = Forecaster(n_layers=1, d_model=8, state_size=4, max_epochs=2, random_state=0).fit(y)
+    >>> future = y.index[-1] + pd.to_timedelta([0.5, 2.0, 7.5], unit="h")
+    >>> model.predict(future).shape
+    (3, 1)
+    """
+
+    _parameter_constraints = {
+        **{k: v for k, v in {**TRAINING_CONSTRAINTS, **S5_CONSTRAINTS}.items() if k in PARAMETERS.defaults},
+        "horizon": [Interval(Real, 0, None, closed="neither"), pd.Timedelta, None],
+        "calendar": [StrOptions({"auto"}), list, tuple, None],
+        "n_queries": [Interval(Integral, 1, None, closed="left")],
+        "window_length": [Interval(Integral, 2, None, closed="left")],
+    }
+
+    @PARAMETERS
+    def __init__(self, *, horizon=None, calendar="auto", n_queries=8, window_length=256, **shared):
+        self.horizon = horizon
+        self.calendar = calendar
+        self.n_queries = n_queries
+        self.window_length = window_length
+        PARAMETERS.assign(self, shared)
+
+    # ------------------------------------------------------------------
+    # fit
+
+    def fit(self, y, X=None, *, horizon=None) -> "Forecaster":
+        """Train on `y` (and `X`); `horizon` overrides the parameter."""
+        self._validate_params()
+        if self.calendar not in (None, "auto"):
+            unknown = sorted(set(self.calendar) - set(ORDERS))
+            if unknown:
+                raise ValueError(f"calendar: unknown cycles {unknown}; choose from {sorted(ORDERS)}")
+        enable_compilation_cache()
+        series = split_series(_as_frame(y, "y"))
+        panel = _to_panel(series, "y")
+        meta = {
+            "time_kind": (panel.time_kind, panel.tz),
+            "index_names": list(y.index.names),
+            "y_columns": _as_frame(y, "y").columns,
+            "x_columns": None if X is None else _as_frame(X, "X").columns,
+        }
+        times = [np.asarray(t, np.float64) for t in panel.times]
+        values = [np.asarray(v, np.float64) for v in panel.values]
+        for (sid, frame), v in zip(series, values):
+            empty = np.isnan(v).all(axis=0)
+            if empty.any():
+                raise ValueError(
+                    f"{_where(sid)}column {frame.columns[np.flatnonzero(empty)[0]]!r} of y has no observed value"
+                )
+        exog = None
+        if X is not None:
+            raw = [_x_rows(sid, dict(split_series(_as_frame(X, "X"))), frame.index, meta["x_columns"]) for sid, frame in series]
+            stacked = np.concatenate(raw)
+            std = np.nanstd(stacked, axis=0)
+            x_mean, x_std = np.nanmean(stacked, axis=0), np.where(std > 0, std, 1.0)
+            exog = [np.nan_to_num((r - x_mean) / x_std, nan=0.0) for r in raw]
+        time_scale = float(time_scale_from(panel))
+        cycles = choose_cycles(times, panel.time_kind, self.calendar)
+        d = values[0].shape[1]
+        layout = StepLayout(d, cycles, 0 if exog is None else exog[0].shape[1], time_scale, float(self.first_gap))
+        scales = _scales(values)
+        lead = self._horizon_seconds(horizon, times, panel.time_kind)
+
+        seed = check_random_state(self.random_state).randint(2**31 - 1)
+        rng = np.random.default_rng(seed)
+        train_data, valid_data = self._examples(layout, times, values, exog, scales, lead, rng)
+        network = self._build_network(layout, seed)
+        config = TrainingConfig.from_estimator(self)
+        result = train(
+            TrainingState(model=network, opt_state=config.init_optimizer_state(network)),
+            train_data,
+            valid_data,
+            query_nll,
+            query_nll,  # early stopping on the held-out likelihood: means and intervals
+            config,
+            rng=rng,
+            key=jax.random.key(int(rng.integers(2**31 - 1))),
+            metric_name="nll",
+        )
+        model = result.model
+        scale = _calibration(model, valid_data, self.batch_size) if valid_data is not None else 1.0
+        init = model.network.init_state()
+        states = {}
+        for i, (sid, _) in enumerate(series):
+            u, gaps = observation_steps(layout, times[i], values[i], None if exog is None else exog[i], scales[i])
+            xi = None if exog is None else exog[i]
+            states[sid] = SeriesState(times[i], values[i], xi, scales[i], advance(model.network, init, u, gaps))
+        # Everything is computed: only now is the fitted state replaced.
+        self.network_ = model
+        self.history_ = list(result.state.history)
+        self.time_scale_ = time_scale
+        self.horizon_ = lead
+        self.cycles_ = cycles
+        self.interval_scale_ = float(scale)
+        self.series_ = states
+        self._layout = layout
+        self._meta = meta
+        self._default_scale = _pooled(scales)
+        if exog is not None:
+            self._x_mean, self._x_std = x_mean, x_std
+        return self
+
+    def _horizon_seconds(self, horizon, times, time_kind) -> float:
+        value = self.horizon if horizon is None else horizon
+        if value is None:
+            spans = [t[-1] - t[0] for t in times if len(t) > 1]
+            span = float(np.median(spans)) if spans else 0.0
+            return span / 4 if span > 0 else 10.0 * time_scale_from_times(times)
+        if isinstance(value, pd.Timedelta) or isinstance(value, np.timedelta64):
+            if time_kind == "numeric":
+                raise ValueError(f"horizon {value!r} is a Timedelta, but y is indexed by numbers: give a number")
+            return pd.Timedelta(value).total_seconds()
+        if time_kind != "numeric":
+            raise ValueError(f"horizon {value!r}: y is indexed by {time_kind}s, so give the horizon as a Timedelta")
+        if not (isinstance(value, Real) and math.isfinite(value) and value > 0):
+            raise ValueError(f"horizon must be positive, got {value!r}")
+        return float(value)
+
+    def _examples(self, layout, times, values, exog, scales, lead, rng):
+        """Training windows with their queries, and the held-out tail of
+        each series (origins before it, queries inside it)."""
+        W, K = int(self.window_length), int(self.n_queries)
+        train_parts, valid_parts = [], []
+        stops = []
+        for t in times:
+            span = t[-1] - t[0]
+            stop = int(np.searchsorted(t, t[-1] - self.validation_fraction * span, side="right"))
+            stops.append(stop if 2 <= stop < len(t) and self.validation_fraction > 0 else len(t))
+        windows = sum(len(_window_starts(s, W)) for s in stops)
+        copies = max(1, math.ceil(MIN_BATCHES_PER_EPOCH * self.batch_size / windows))
+        for i, t in enumerate(times):
+            x = None if exog is None else exog[i]
+            u, gaps = observation_steps(layout, t, values[i], x, scales[i])
+            stop = stops[i]
+            for _ in range(copies):
+                queries = draw_queries(t, lead, K, rng, stop=stop)
+                steps, targets = query_examples(layout, t, values[i], x, scales[i], queries)
+                for a in _window_starts(stop, W):
+                    window = slice(a, min(a + W, stop))
+                    if np.isfinite(targets[window]).any():
+                        train_parts.append((u[window], gaps[window], steps[window], targets[window]))
+            if stop < len(t):
+                queries = draw_queries(t, lead, K, np.random.default_rng(i), first=stop)
+                steps, targets = query_examples(layout, t, values[i], x, scales[i], queries)
+                window = slice(max(stop - W, 0), stop)
+                if np.isfinite(targets[window]).any():
+                    valid_parts.append((u[window], gaps[window], steps[window], targets[window]))
+        if not train_parts:
+            raise ValueError(
+                "y is too short to train on: no series has an observation after another within the horizon"
+            )
+        return _sequences(train_parts), (_sequences(valid_parts) if valid_parts else None)
+
+    def _build_network(self, layout: StepLayout, seed: int) -> MultiHorizonNetwork:
+        k_proj, k_head, k_blocks = jax.random.split(jax.random.key(seed), 3)
+        blocks = make_blocks(
+            self.n_layers, self.d_model, self.state_size, self.blocks, self.discretization,
+            False,  # causal: no reverse pass
+            "auto", self.dt_min, self.dt_max, self.activation, self.dropout, self.prenorm,
+            key=k_blocks,
+        )
+        network = SequenceNetwork(IdentityEncoder(layout.n_inputs), blocks, eqx.nn.Identity(), pooling="none", key=k_proj)
+        return MultiHorizonNetwork(network, self.d_model, layout.d, layout.n_inputs, key=k_head)
+
+    # ------------------------------------------------------------------
+    # forecasts
+
+    def predict_distribution(self, times, X=None) -> tuple[np.ndarray, np.ndarray, pd.Index]:
+        """Gaussian forecasts at absolute `times` for every series:
+        `(mean (S·Q, d), var (S·Q, d), index)` in original units, rows
+        series-major (the index: `times`, or (series…, time) for a panel).
+        A time at or before an observation is forecast from the history
+        strictly before it (one step ahead in-sample)."""
+        check_is_fitted(self, "network_")
+        when = _timestamps(pd.Index(times))
+        seconds = self._seconds(when)
+        x_by_id = {} if X is None or self._meta["x_columns"] is None else dict(split_series(_as_frame(X, "X")))
+        means, variances = [], []
+        for sid, record in self.series_.items():
+            mean, var = self._series_forecast(sid, record, when, seconds, x_by_id.get(sid), X is not None)
+            means.append(mean)
+            variances.append(var)
+        return np.concatenate(means), np.concatenate(variances), self._output_index(when)
+
+    def predict(self, times, X=None) -> pd.DataFrame:
+        """Mean forecasts at `times` (a DataFrame: rows as
+        `predict_distribution`, columns as `y`)."""
+        mean, _, index = self.predict_distribution(times, X)
+        return pd.DataFrame(mean, index=index, columns=self._meta["y_columns"])
+
+    def _series_forecast(self, sid, record: SeriesState, when, seconds, x_frame, has_x):
+        layout = self._layout
+        origin = np.searchsorted(record.times, seconds, side="left") - 1
+        if (origin < 0).any():
+            first = when[np.flatnonzero(origin < 0)[0]]
+            raise ValueError(
+                f"{_where(sid)}cannot forecast at {first}: it is not after the series' first observation "
+                f"({_index_value(record.times[0], self._meta['time_kind'])}), and a forecast needs history before it"
+            )
+        level = last_values(record.y)[origin]
+        unknown = np.isnan(level).any(axis=1)
+        if unknown.any():
+            k = np.flatnonzero(unknown)[0]
+            column = self._meta["y_columns"][np.flatnonzero(np.isnan(level[k]))[0]]
+            raise ValueError(
+                f"{_where(sid)}cannot forecast column {column!r} at {when[k]}: it has no observed value before then"
+            )
+        n = len(record.times)
+        states = [jnp.broadcast_to(s, (len(seconds), *s.shape)) for s in record.state]
+        if (origin < n - 1).any():
+            u, gaps = observation_steps(layout, record.times, record.y, record.x, record.scale)
+            sequence = self.network_.network
+            after = states_after_each_step(sequence, sequence.init_state(), u, gaps)
+            future = origin == n - 1
+            states = [jnp.where(future[:, None], s, a[origin]) for s, a in zip(states, after)]
+        x = None
+        if self._meta["x_columns"] is not None:
+            x = self._query_x(sid, record, when, seconds, x_frame, has_x)
+        u, leads = query_steps(layout, seconds, x, record.times[origin])
+        mean, var = forecast(self.network_, tuple(states), u, leads)
+        return level + record.scale.spread * mean, var * record.scale.spread**2 * self.interval_scale_**2
+
+    def _query_x(self, sid, record, when, seconds, x_frame, has_x):
+        """Standardised exogenous features at the requested times: from
+        predict's X, or from the history at observation times."""
+        x = np.full((len(when), len(self._meta["x_columns"])), np.nan)
+        known = np.zeros(len(when), dtype=bool)
+        if x_frame is not None:
+            x_frame = _x_columns(x_frame, self._meta["x_columns"])
+            present = when.isin(x_frame.index)
+            if present.any():
+                rows = x_frame.loc[when[present]].to_numpy(dtype=np.float64, na_value=np.nan)
+                x[present] = np.nan_to_num((rows - self._x_mean) / self._x_std, nan=0.0)
+                known |= present
+        position = np.searchsorted(record.times, seconds)
+        at_observation = (position < len(record.times)) & ~known
+        at_observation[at_observation] = record.times[position[at_observation]] == seconds[at_observation]
+        x[at_observation] = record.x[position[at_observation]]
+        known |= at_observation
+        if not known.all():
+            first = when[np.flatnonzero(~known)[0]]
+            if not has_x:
+                raise ValueError(
+                    f"the forecaster was fitted with exogenous X, so predict needs X at the forecast "
+                    f"times (first missing: {first})"
+                )
+            raise ValueError(
+                f"{_where(sid)}X has no row at time {first}; the forecaster was fitted with exogenous X, "
+                "so X must cover every forecast time"
+            )
+        return x
+
+    def _seconds(self, index: pd.Index) -> np.ndarray:
+        """Times of `index` on the scale of the fitted series' times."""
+        if len(index) == 0:
+            return np.zeros(0)
+        order = np.argsort(np.asarray(index), kind="stable")
+        frame = pd.DataFrame({"t": np.zeros(len(index))}, index=index[order])
+        try:
+            panel = to_panel([frame])
+        except ValueError as error:
+            raise ValueError(f"forecast times: {error}") from error
+        if (panel.time_kind, panel.tz) != self._meta["time_kind"]:
+            kind, tz = self._meta["time_kind"]
+            raise TypeError(
+                f"the forecast times are {panel.time_kind} (tz {panel.tz}), but the forecaster was "
+                f"fitted on {kind} times (tz {tz})"
+            )
+        seconds = np.empty(len(index))
+        seconds[order] = panel.times[0]
+        return seconds
+
+    def _output_index(self, when: pd.Index) -> pd.Index:
+        ids = list(self.series_)
+        if ids == [None]:
+            return when
+        Q = len(when)
+        time_level = when[np.tile(np.arange(Q), len(ids))]
+        names = self._meta["index_names"]
+        depth = len(names) - 1
+        levels = [pd.Index([sid[level] if depth > 1 else sid for sid in ids]).repeat(Q) for level in range(depth)]
+        return pd.MultiIndex.from_arrays([*levels, time_level], names=names)
+
+    # ------------------------------------------------------------------
+    # update
+
+    def update(self, y, X=None) -> "Forecaster":
+        """Add observations: each series' state is advanced over its new
+        observations after its last known time; late observations (inside
+        the known history) are merged and the series' state recomputed from
+        its start; a known time with a different value raises. Series new
+        to the model start from the zero state. The weights stay as fitted
+        (`fit` again to retrain)."""
+        check_is_fitted(self, "network_")
+        series = split_series(_as_frame(y, "y"))
+        panel = _to_panel(series, "y")
+        if (panel.time_kind, panel.tz) != self._meta["time_kind"]:
+            kind, tz = self._meta["time_kind"]
+            raise TypeError(
+                f"y has {panel.time_kind} times (tz {panel.tz}), but the forecaster was fitted on {kind} times (tz {tz})"
+            )
+        if self._meta["x_columns"] is not None and X is None:
+            raise ValueError("the forecaster was fitted with exogenous X, so update needs X too")
+        x_by_id = None if X is None or self._meta["x_columns"] is None else dict(split_series(_as_frame(X, "X")))
+        records = dict(self.series_)
+        for i, (sid, frame) in enumerate(series):
+            t, v = np.asarray(panel.times[i], np.float64), np.asarray(panel.values[i], np.float64)
+            x = None
+            if x_by_id is not None:
+                raw = _x_rows(sid, x_by_id, frame.index, self._meta["x_columns"])
+                x = np.nan_to_num((raw - self._x_mean) / self._x_std, nan=0.0)
+            records[sid] = self._updated(sid, records.get(sid), t, v, x)
+        self.series_ = records
+        return self
+
+    def _updated(self, sid, record: SeriesState | None, t, v, x) -> SeriesState:
+        layout, network = self._layout, self.network_.network
+        if record is None:
+            scale = SeriesScale.of(v, self._default_scale)
+            u, gaps = observation_steps(layout, t, v, x, scale)
+            return SeriesState(t, v, x, scale, advance(network, network.init_state(), u, gaps))
+        known = np.isin(t, record.times)
+        if known.any():
+            position = np.searchsorted(record.times, t[known])
+            same = np.isclose(record.y[position], v[known], equal_nan=True).all(axis=1)
+            if not same.all():
+                when = _index_value(t[known][np.flatnonzero(~same)[0]], self._meta["time_kind"])
+                raise ValueError(
+                    f"{_where(sid)}update has a different value at {when}, a time already observed; "
+                    "fit again to replace observations"
+                )
+        new = ~known
+        if not new.any():
+            return record
+        late = t[new][0] <= record.times[-1]
+        if late:
+            times = np.concatenate([record.times, t[new]])
+            order = np.argsort(times, kind="stable")
+            y = np.concatenate([record.y, v[new]])[order]
+            xs = None if x is None else np.concatenate([record.x, x[new]])[order]
+            u, gaps = observation_steps(layout, times[order], y, xs, record.scale)
+            return SeriesState(times[order], y, xs, record.scale, advance(network, network.init_state(), u, gaps))
+        u, gaps = observation_steps(
+            layout, t[new], v[new], None if x is None else x[new], record.scale,
+            last_time=record.times[-1], last_value=last_values(record.y)[-1],
+        )
+        return SeriesState(
+            np.concatenate([record.times, t[new]]),
+            np.concatenate([record.y, v[new]]),
+            None if x is None else np.concatenate([record.x, x[new]]),
+            record.scale,
+            advance(network, record.state, u, gaps),
+        )
+
+
+# ----------------------------------------------------------------------
+# helpers
+
+
+def split_series(frame: pd.DataFrame) -> list:
+    """`[(id, frame indexed by time)]`: one entry (id None) for a single
+    series; for a MultiIndex, one per instance (id = the outer level's value,
+    or a tuple of the outer levels' values), in order of first appearance."""
+    if frame.index.nlevels == 1:
+        return [(None, frame)]
+    outer = list(range(frame.index.nlevels - 1))
+    by = outer[0] if len(outer) == 1 else outer
+    return [(sid, group.droplevel(outer)) for sid, group in frame.groupby(level=by, sort=False)]
+
+
+def _as_frame(data, name) -> pd.DataFrame:
+    if isinstance(data, pd.Series):
+        return data.to_frame(name=data.name if data.name is not None else 0)
+    if isinstance(data, pd.DataFrame):
+        return data
+    raise TypeError(f"{name} must be a pandas Series or DataFrame indexed by time, got {type(data).__name__}")
+
+
+def _timestamps(index: pd.Index) -> pd.Index:
+    """Periods become their start times; other indexes are kept."""
+    return index.to_timestamp() if isinstance(index, pd.PeriodIndex) else index
+
+
+def _to_panel(series, name):
+    frames = []
+    for _, frame in series:
+        if isinstance(frame.index, pd.PeriodIndex):
+            frame = frame.copy()
+            frame.index = frame.index.to_timestamp()
+        frames.append(frame)
+    ids = pd.Index([sid for sid, _ in series], tupleize_cols=False, dtype=object)
+    try:
+        return to_panel(pd.Series(frames, index=ids, dtype=object))
+    except (ValueError, TypeError) as error:
+        raise type(error)(f"{name}: {error}") from error
+
+
+def _x_columns(x_frame, columns):
+    missing = [c for c in columns if c not in x_frame.columns]
+    if missing:
+        raise ValueError(f"X lacks the columns {missing} seen in fit")
+    return x_frame[list(columns)]
+
+
+def _x_rows(sid, by_id, index, columns) -> np.ndarray:
+    if sid not in by_id:
+        raise ValueError(f"{_where(sid)}X has no rows for this series")
+    x_frame = _x_columns(by_id[sid], columns)
+    index = _timestamps(index)
+    if isinstance(x_frame.index, pd.PeriodIndex):
+        x_frame = x_frame.set_axis(x_frame.index.to_timestamp())
+    missing = ~index.isin(x_frame.index)
+    if missing.any():
+        raise ValueError(
+            f"{_where(sid)}X has no row at time {index[np.flatnonzero(missing)[0]]}; the forecaster "
+            "was fitted with exogenous X, so X must cover every time it is asked about"
+        )
+    rows = x_frame.loc[index]
+    for column, dtype in rows.dtypes.items():
+        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
+            raise TypeError(f"{_where(sid)}column {column!r} of X has non-numeric dtype {dtype}")
+    return rows.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _where(sid) -> str:
+    return "" if sid is None else f"series {sid!r}: "
+
+
+def _index_value(seconds, time_kind):
+    kind, tz = time_kind
+    if kind == "datetime":
+        stamp = pd.Timestamp(int(round(seconds * 1e9)))
+        return stamp.tz_localize("UTC").tz_convert(tz) if tz is not None else stamp
+    if kind == "timedelta":
+        return pd.Timedelta(seconds, unit="s")
+    return seconds
+
+
+def _pooled(scales: list[SeriesScale]) -> SeriesScale:
+    """The median scale over series (for series new to the model)."""
+    return SeriesScale(*(np.median(np.stack([getattr(c, f) for c in scales]), axis=0) for f in ("spread", "center", "width")))
+
+
+def _scales(values) -> list[SeriesScale]:
+    """Each series' scale; a column without its own (fewer than two
+    observations, or constant) takes the median over the series that have
+    one, else (1, 0, 1)."""
+    own = [SeriesScale.of(v, SeriesScale(*(np.full(v.shape[1], np.nan),) * 3)) for v in values]
+    with np.errstate(all="ignore"):
+        pooled = [np.nanmedian(np.stack([getattr(c, f) for c in own]), axis=0) for f in ("spread", "center", "width")]
+    ones, zeros = np.ones(values[0].shape[1]), np.zeros(values[0].shape[1])
+    default = SeriesScale(*(np.where(np.isfinite(p), p, d) for p, d in zip(pooled, (ones, zeros, ones))))
+    return [SeriesScale.of(v, default) for v in values]
+
+
+def time_scale_from_times(times) -> float:
+    gaps = [np.diff(t) for t in times if len(t) > 1]
+    return float(np.median(np.concatenate(gaps))) if gaps else 1.0
+
+
+def _window_starts(length: int, window: int) -> list[int]:
+    """Starts of windows of `window` steps over `length` steps, half
+    overlapping, the last ending at the end."""
+    if length <= window:
+        return [0]
+    starts = list(range(0, length - window + 1, window // 2))
+    if starts[-1] != length - window:
+        starts.append(length - window)
+    return starts
+
+
+def _sequences(parts) -> Sequences:
+    return Sequences(
+        inputs=tuple(p[0] for p in parts),
+        gaps=tuple(p[1] for p in parts),
+        extra=tuple(p[2] for p in parts),
+        targets=tuple(p[3] for p in parts),
+        per_step=True,
+    )
+
+
+def _calibration(model, data: Sequences, batch_size: int) -> float:
+    """The factor on the standard deviations that makes the held-out
+    standardised squared errors average 1."""
+    outputs = predict_outputs(model, data, batch_size)
+    ratios = []
+    for (mean, var), targets in zip(outputs, data.targets):
+        valid = np.isfinite(targets)
+        ratios.append(((targets[valid] - mean[valid]) ** 2 / np.maximum(var[valid], 1e-6)))
+    ratios = np.concatenate(ratios)
+    return float(np.sqrt(np.mean(ratios))) if len(ratios) else 1.0

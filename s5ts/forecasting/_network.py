@@ -1,0 +1,175 @@
+r"""The multi-horizon forecasting network and its loss.
+
+`MultiHorizonNetwork` wraps a causal `SequenceNetwork` with a Gaussian
+head. On one series (a window of it) it runs the observation steps in
+sequence mode, keeps every block's state after every step, and from the
+state after each origin step $k$ takes one forecast step per query: the
+state carried over the lead exactly, $\bar\Lambda = e^{\Lambda\Delta\,g}$,
+then the head. So training asks what predict asks: values at leads up to
+the horizon, from the history before them.
+
+Everything here sees one series; the training loop `vmap`s batches.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
+
+from ..data import bucket_length, pad_batch
+from ..nn import MLPHead, SequenceNetwork
+from ..training import VARIANCE_FLOOR
+
+State = tuple  # one complex (P,) array per S5 block
+
+
+class LeadHead(eqx.Module):
+    r"""Gaussian head on the blocks' output `h` and the lead $g$ (model
+    units), with $l = \log(1 + g)$:
+
+    - mean = MLP([h, l]) + v(h)·g, with a drift v (linear, zero at
+      initialisation), so a local trend extrapolates linearly in the lead;
+    - log var = MLP([h, l]) + a·l + b, so a variance that grows as a power
+      of the lead (a random walk's: a = 1) is one weight away.
+
+    Returns `(mean (d,), var (d,))`."""
+
+    mean: MLPHead
+    drift: eqx.nn.Linear
+    log_var: MLPHead
+    lead_slope: Float[Array, " d"]
+    offset: Float[Array, " d"]
+
+    def __init__(self, d_model: int, n_outputs: int, *, key: PRNGKeyArray):
+        k1, k2 = jax.random.split(key)
+        self.mean = MLPHead(d_model + 1, n_outputs, d_model, key=k1)
+        self.drift = eqx.nn.Linear(d_model, n_outputs, key=k1)
+        self.drift = eqx.tree_at(lambda m: (m.weight, m.bias), self.drift, replace_fn=jnp.zeros_like)
+        self.log_var = MLPHead(d_model + 1, n_outputs, d_model, key=k2)
+        self.lead_slope = jnp.ones(n_outputs)
+        self.offset = jnp.zeros(n_outputs)
+
+    def __call__(self, h: Float[Array, " H"], lead: Float[Array, ""]):
+        log_lead = jnp.log1p(lead)
+        features = jnp.concatenate([h, log_lead[None]])
+        mean = self.mean(features) + self.drift(h) * lead
+        log_var = self.log_var(features) + self.lead_slope * log_lead + self.offset
+        return mean, jnp.exp(jnp.clip(log_var, -12.0, 12.0))
+
+
+class MultiHorizonNetwork(eqx.Module):
+    """**Call:** `net(u (L, n_in), gaps (L,), mask (L,), queries (L, K·(n_in+1)),
+    *, key=None, inference=True) -> (mean, var)`, each (L, K·d): the Gaussian
+    forecast of each origin's K queries (a query is a step input followed by
+    its lead, as `query_examples` lays them out)."""
+
+    network: SequenceNetwork  # its head is the identity: `head` reads the lead too
+    head: LeadHead
+    n_inputs: int = eqx.field(static=True)
+
+    def __init__(self, network: SequenceNetwork, d_model: int, n_outputs: int, n_inputs: int, *, key: PRNGKeyArray):
+        self.network = network
+        self.head = LeadHead(d_model, n_outputs, key=key)
+        self.n_inputs = n_inputs
+
+    def query(self, state: State, u_q: Float[Array, " D"], lead: Float[Array, ""]):
+        """The Gaussian forecast `(mean (d,), var (d,))` of one query from the
+        state after its origin: the forecast step, then the head on the
+        blocks' output and log(1 + lead)."""
+        _, h = self.network.step(state, u_q, lead)
+        return self.head(h, lead)
+
+    def __call__(
+        self,
+        u: Float[Array, "L D"],
+        gaps: Float[Array, " L"],
+        mask: Bool[Array, " L"],
+        queries: Float[Array, "L KQ"],
+        *,
+        key: PRNGKeyArray | None = None,
+        inference: bool = True,
+    ) -> tuple[Float[Array, "L Kd"], Float[Array, "L Kd"]]:
+        states = self.network.states(u, gaps, mask, key=key, inference=inference)
+        L = u.shape[0]
+        steps = queries.reshape(L, -1, self.n_inputs + 1)
+
+        def from_origin(state, steps_k):
+            return jax.vmap(lambda s: self.query(state, s[:-1], s[-1]))(steps_k)
+
+        mean, var = jax.vmap(from_origin)(states, steps)
+        return mean.reshape(L, -1), var.reshape(L, -1)
+
+
+def _masked(per_element, targets, weights):
+    valid = jnp.isfinite(targets) & (weights[..., None] > 0)
+    w = jnp.where(valid, weights[..., None], 0.0).astype(per_element.dtype)
+    return jnp.sum(jnp.where(valid, per_element, 0.0) * w), jnp.sum(w)
+
+
+def query_nll(outputs, targets, weights):
+    """Gaussian negative log-likelihood over the queries that have a target
+    (NaN targets and padding excluded): `(weighted sum, sum of weights)`."""
+    mean, var = outputs
+    var = jnp.maximum(var, VARIANCE_FLOOR)
+    clean = jnp.where(jnp.isfinite(targets), targets, 0.0)
+    return _masked(0.5 * (jnp.log(2 * jnp.pi * var) + (clean - mean) ** 2 / var), targets, weights)
+
+
+def query_squared_error(outputs, targets, weights):
+    """Squared error of the mean over the queries that have a target."""
+    clean = jnp.where(jnp.isfinite(targets), targets, 0.0)
+    return _masked((outputs[0] - clean) ** 2, targets, weights)
+
+
+# --------------------------------------------------------------------------
+# inference (jitted; inputs padded to bucket lengths so repeated calls share
+# a few compiled shapes)
+
+
+@eqx.filter_jit
+def _final_states(network, u, gaps, mask, state):
+    return tuple(s[-1] for s in network.states(u, gaps, mask, state=state))
+
+
+@eqx.filter_jit
+def _every_state(network, u, gaps, mask, state):
+    return network.states(u, gaps, mask, state=state)
+
+
+@eqx.filter_jit
+def _query(model, states, u, gaps):
+    return jax.vmap(model.query)(states, u, gaps)
+
+
+def _padded(u, gaps):
+    length = bucket_length(len(gaps))
+    u_p, mask = pad_batch([u], length)
+    g_p, _ = pad_batch([gaps], length)
+    return u_p[0], g_p[0], mask[0]
+
+
+def advance(network: SequenceNetwork, state: State, u, gaps) -> State:
+    """The states after steps `(u, gaps)` from `state`."""
+    return _final_states(network, *_padded(u, gaps), state)
+
+
+def states_after_each_step(network: SequenceNetwork, state: State, u, gaps) -> tuple[Complex[Array, "L P"], ...]:
+    """The states after every step from `state`, per block (L, P)."""
+    states = _every_state(network, *_padded(u, gaps), state)
+    return tuple(s[: len(gaps)] for s in states)
+
+
+def forecast(model: MultiHorizonNetwork, states: tuple, u, gaps) -> tuple[np.ndarray, np.ndarray]:
+    """Gaussian forecast steps, one per query from its own state (per block
+    (Q, P)): `(mean (Q, d), var (Q, d))`, in the network's (scaled) units."""
+    Q = len(gaps)
+    rows = bucket_length(Q, min_length=4)
+    pad = rows - Q
+    u_p = np.concatenate([u, np.zeros((pad, u.shape[1]), u.dtype)])
+    g_p = np.concatenate([gaps, np.zeros(pad, gaps.dtype)])
+    s_p = tuple(jnp.concatenate([s, jnp.zeros((pad, s.shape[1]), s.dtype)]) for s in states)
+    mean, var = _query(model, s_p, u_p, g_p)
+    return np.asarray(mean[:Q], np.float64), np.asarray(var[:Q], np.float64)

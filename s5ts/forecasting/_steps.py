@@ -1,0 +1,194 @@
+r"""The step inputs of the forecasting model, for one series. Pure numpy.
+
+A series observed at times $t_0 < \dots < t_{n-1}$ with values $y_k$
+(columns may be NaN: not observed then) becomes one step per observation.
+Step $k$ covers $(t_{k-1}, t_k]$: its gap is $g_k = (t_k - t_{k-1})/s$
+($s$ the time scale learnt in fit; $g_0$ = `first_gap`) and its input is
+
+$$u_k = [\,\delta_k,\ o_k,\ z_k,\ \log(1 + g_k),\ c(t_k),\ c(t_{k-1}),\ x_k\,]$$
+
+with $\delta_k = (y_k - \ell_{k-1})/\sigma$ the change since each column's
+last observed value $\ell_{k-1}$, in units of the series' spread $\sigma$
+(its mean absolute change between observations; 0 where not observed),
+$o_k$ the columns observed at $t_k$, $z_k = (\ell_k - m)/w$ the level
+against the series' mean $m$ and standard deviation $w$ in fit (clipped to
+±5: a trend leaves that range, the changes do not), $c(\cdot)$ the calendar features
+(`_calendar`) and $x_k$ exogenous features.
+
+A forecast for a time $T$ from the state after observation $k$ (the
+*origin*) is one more step with gap $(T - t_k)/s$ and input
+$[\,0,\ 0,\ 0,\ \log(1 + g),\ c(T),\ c(t_k),\ x_T\,]$: no observation, the
+calendar at both ends, and the SSM integrates exactly over the lead. Its
+output is $(y(T) - \ell_k)/\sigma$: forecasts are relative to the last
+value, so a trending series never leaves the range the network saw.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+from jaxtyping import Float, Int
+
+from ._calendar import Cycle, calendar_features, n_calendar_features
+
+
+@dataclasses.dataclass(frozen=True)
+class StepLayout:
+    """What a step's input holds: `d` outputs, calendar `cycles`, `n_exog`
+    exogenous features; `time_scale` (seconds or index units per model time
+    unit) and `first_gap` (model units)."""
+
+    d: int
+    cycles: tuple[Cycle, ...]
+    n_exog: int
+    time_scale: float
+    first_gap: float
+
+    @property
+    def n_inputs(self) -> int:
+        return 3 * self.d + 1 + 2 * n_calendar_features(self.cycles) + self.n_exog
+
+    def _inputs(self, delta, observed, level, gaps, now, before, x):
+        parts = [delta, observed, level, np.log1p(gaps)[:, None]]
+        parts += [calendar_features(now, self.cycles), calendar_features(before, self.cycles)]
+        if self.n_exog:
+            parts.append(x)
+        return np.concatenate(parts, axis=1).astype(np.float32)
+
+
+def last_values(y: Float[np.ndarray, "L d"], before: Float[np.ndarray, " d"] | None = None) -> Float[np.ndarray, "L d"]:
+    """Each column's last observed value at or before each step (NaN
+    before its first observation), continuing from `before`."""
+    frame = pd.DataFrame(np.asarray(y, np.float64))
+    if before is not None:
+        frame = pd.concat([pd.DataFrame(np.asarray(before, np.float64)[None]), frame], ignore_index=True)
+        return frame.ffill().to_numpy()[1:]
+    return frame.ffill().to_numpy()
+
+
+@dataclasses.dataclass(frozen=True)
+class SeriesScale:
+    """How one series is scaled (per column, each (d,)): `spread` σ, the
+    unit of changes and forecasts; `center` m and `width` w of the level."""
+
+    spread: np.ndarray
+    center: np.ndarray
+    width: np.ndarray
+
+    @classmethod
+    def of(cls, y: Float[np.ndarray, "L d"], default: "SeriesScale | None" = None) -> "SeriesScale":
+        """The scale of `y`; columns without one take `default`'s (or 1, 0, 1)."""
+        with np.errstate(all="ignore"):
+            center = np.nanmean(y, axis=0) if len(y) else np.full(y.shape[1], np.nan)
+            width = np.nanstd(y, axis=0) if len(y) else np.full(y.shape[1], np.nan)
+        width = np.where(width > 0, width, np.nan)
+        fallback = default or cls(np.ones(y.shape[1]), np.zeros(y.shape[1]), np.ones(y.shape[1]))
+        pick = lambda own, other: np.where(np.isfinite(own), own, other)  # noqa: E731
+        return cls(
+            pick(spread(y), fallback.spread), pick(center, fallback.center), pick(width, fallback.width)
+        )
+
+
+def spread(y: Float[np.ndarray, "L d"]) -> Float[np.ndarray, " d"]:
+    """Each column's mean absolute change between consecutive observations
+    of it (NaN where it has fewer than two, or never changes)."""
+    out = np.full(y.shape[1], np.nan)
+    for j in range(y.shape[1]):
+        observed = y[~np.isnan(y[:, j]), j]
+        if len(observed) > 1:
+            change = np.mean(np.abs(np.diff(observed)))
+            out[j] = change if change > 0 else np.nan
+    return out
+
+
+def observation_steps(
+    layout: StepLayout,
+    times: Float[np.ndarray, " L"],
+    y: Float[np.ndarray, "L d"],
+    x: Float[np.ndarray, "L e"] | None,
+    scale: SeriesScale,
+    *,
+    last_time: float | None = None,
+    last_value: Float[np.ndarray, " d"] | None = None,
+) -> tuple[Float[np.ndarray, "L n_in"], Float[np.ndarray, " L"]]:
+    """Inputs (float32) and gaps (model units, float32) of the steps of
+    observations `y` at `times`, after a series' `last_time` / `last_value`
+    (None: the series starts here)."""
+    times = np.asarray(times, np.float64)
+    gaps = np.empty_like(times)
+    gaps[0] = layout.first_gap if last_time is None else (times[0] - last_time) / layout.time_scale
+    gaps[1:] = np.diff(times) / layout.time_scale
+    before = np.full(y.shape[1], np.nan) if last_value is None else last_value
+    previous = np.concatenate([before[None], last_values(y, before)[:-1]])
+    observed = ~np.isnan(y)
+    delta = np.nan_to_num((y - previous) / scale.spread, nan=0.0, posinf=0.0, neginf=0.0)
+    level = np.clip(np.nan_to_num((last_values(y, before) - scale.center) / scale.width, nan=0.0), -5.0, 5.0)
+    u = layout._inputs(delta, observed.astype(np.float64), level, gaps, times, times - gaps * layout.time_scale, x)
+    return u, gaps.astype(np.float32)
+
+
+def query_steps(
+    layout: StepLayout,
+    times: Float[np.ndarray, " Q"],
+    x: Float[np.ndarray, "Q e"] | None,
+    origin_times: Float[np.ndarray, " Q"],
+) -> tuple[Float[np.ndarray, "Q n_in"], Float[np.ndarray, " Q"]]:
+    """Inputs and gaps (leads) of one forecast step per requested time, each
+    from the state after its origin observation at `origin_times`."""
+    times = np.asarray(times, np.float64)
+    origin_times = np.asarray(origin_times, np.float64)
+    leads = (times - origin_times) / layout.time_scale
+    zeros = np.zeros((len(times), layout.d))
+    return layout._inputs(zeros, zeros, zeros, leads, times, origin_times, x), leads.astype(np.float32)
+
+
+def draw_queries(
+    times: Float[np.ndarray, " L"],
+    horizon: float,
+    n_queries: int,
+    rng: np.random.Generator,
+    *,
+    first: int = 0,
+    stop: int | None = None,
+) -> Int[np.ndarray, "L K"]:
+    """For each origin k, `n_queries` observation indices q drawn uniformly
+    (with replacement) among `max(k + 1, first) <= q < stop` with
+    `times[q] - times[k] <= horizon`; -1 where an origin has none."""
+    times = np.asarray(times, np.float64)
+    L = len(times)
+    stop = L if stop is None else stop
+    lo = np.maximum(np.arange(L) + 1, first)
+    hi = np.minimum(np.searchsorted(times, times + horizon, side="right"), stop)
+    count = hi - lo
+    draws = lo[:, None] + np.floor(rng.random((L, n_queries)) * np.maximum(count, 1)[:, None]).astype(np.int64)
+    draws[count <= 0] = -1
+    return draws
+
+
+def query_examples(
+    layout: StepLayout,
+    times: Float[np.ndarray, " L"],
+    y: Float[np.ndarray, "L d"],
+    x: Float[np.ndarray, "L e"] | None,
+    scale: SeriesScale,
+    queries: Int[np.ndarray, "L K"],
+) -> tuple[Float[np.ndarray, "L K*(n_in+1)"], Float[np.ndarray, "L K*d"]]:
+    """The forecast steps from every origin to its `queries` (from
+    `draw_queries`), flattened per origin: `(steps, targets)` with
+    `steps[k]` = K × (input, lead) and `targets[k]` = K × the scaled change
+    $(y_q - \\ell_k)/\\sigma$ (NaN where there is no query, no value at q, or
+    no earlier value of the column)."""
+    L, K = queries.shape
+    origin = np.repeat(np.arange(L), K)
+    none = queries.reshape(-1) < 0
+    q = np.where(none, origin, queries.reshape(-1))  # no query: a zero lead, no target
+    u, leads = query_steps(layout, times[q], None if x is None else x[q], times[origin])
+    level = last_values(y)[origin]
+    targets = (y[q] - level) / scale.spread
+    targets[none] = np.nan
+    steps = np.concatenate([u, leads[:, None]], axis=1)
+    steps[none] = 0.0
+    steps = steps.reshape(L, -1)
+    return steps.astype(np.float32), targets.reshape(L, -1).astype(np.float32)

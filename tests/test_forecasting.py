@@ -1,0 +1,218 @@
+"""The sktime-free forecasting core: multi-horizon training examples against
+a naive construction, the lead step against the recurrence in float64,
+calendar features, intervals that widen with the lead, a linear trend,
+updates with late observations, and bad input."""
+
+import copy
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+from s5ts.forecasting import (
+    Forecaster,
+    SeriesScale,
+    StepLayout,
+    calendar_features,
+    choose_cycles,
+    draw_queries,
+    last_values,
+    observation_steps,
+    query_examples,
+)
+from s5ts.nn import S5SSM
+from conftest import to_float64
+
+FAST = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 3, "random_state": 0}
+
+
+def _layout(d=1, n_exog=0, cycles=()):
+    return StepLayout(d=d, cycles=cycles, n_exog=n_exog, time_scale=2.0, first_gap=1.0)
+
+
+def test_query_examples_match_a_naive_construction():
+    rng = np.random.default_rng(0)
+    times = np.cumsum(rng.uniform(0.5, 3.0, 30))
+    y = rng.normal(size=(30, 2))
+    y[rng.random((30, 2)) < 0.2] = np.nan
+    y[0] = [1.0, np.nan]
+    x = rng.normal(size=(30, 1))
+    sigma = np.array([0.7, 1.3])
+    scale = SeriesScale(sigma, np.zeros(2), np.ones(2))
+    layout = _layout(d=2, n_exog=1)
+    horizon, stop = 6.0, 25
+    queries = draw_queries(times, horizon, 5, np.random.default_rng(1), stop=stop)
+    steps, targets = query_examples(layout, times, y, x, scale, queries)
+    n_in = layout.n_inputs
+    for k in range(30):
+        candidates = [q for q in range(k + 1, stop) if times[q] - times[k] <= horizon]
+        for j in range(5):
+            q = queries[k, j]
+            step = steps[k, j * (n_in + 1) : (j + 1) * (n_in + 1)]
+            if not candidates:
+                assert q == -1 and np.all(step == 0) and np.all(np.isnan(targets[k, 2 * j : 2 * j + 2]))
+                continue
+            assert q in candidates
+            lead = (times[q] - times[k]) / layout.time_scale
+            assert step[-1] == pytest.approx(lead, rel=1e-6)
+            assert np.all(step[:6] == 0.0)  # no observation in a forecast step
+            assert step[6] == pytest.approx(np.log1p(lead), rel=1e-6)
+            assert step[7] == pytest.approx(x[q, 0], rel=1e-6)
+            for c in range(2):
+                previous = [y[i, c] for i in range(k + 1) if not np.isnan(y[i, c])]
+                expected = (y[q, c] - previous[-1]) / sigma[c] if previous else np.nan
+                np.testing.assert_allclose(targets[k, 2 * j + c], expected, rtol=1e-5, equal_nan=True)
+
+
+def test_draw_queries_only_from_first_on():
+    times = np.arange(10.0)
+    queries = draw_queries(times, 3.0, 4, np.random.default_rng(0), first=7)
+    for k in range(10):
+        valid = [q for q in range(max(k + 1, 7), 10) if q - k <= 3]
+        assert set(queries[k]) <= set(valid) if valid else set(queries[k]) == {-1}
+
+
+def test_observation_steps_hold_changes_since_the_last_value():
+    times = np.array([0.0, 1.0, 3.0, 4.0])
+    y = np.array([[1.0], [np.nan], [4.0], [3.0]])
+    scale = SeriesScale(np.array([2.0]), np.array([2.0]), np.array([0.5]))
+    u, gaps = observation_steps(_layout(), times, y, None, scale)
+    np.testing.assert_allclose(gaps, [1.0, 0.5, 1.0, 0.5])
+    np.testing.assert_allclose(u[:, 0], [0.0, 0.0, 1.5, -0.5])  # (4 - 1) / 2, (3 - 4) / 2
+    np.testing.assert_allclose(u[:, 1], [1.0, 0.0, 1.0, 1.0])
+    np.testing.assert_allclose(u[:, 2], [-2.0, -2.0, 4.0, 2.0])  # (level - 2) / 0.5
+    np.testing.assert_allclose(u[:, 3], np.log1p(gaps), rtol=1e-6)
+    big = observation_steps(_layout(), times, 100 * y, None, scale)[0]
+    assert big[:, 2].max() == 5.0  # clipped
+    np.testing.assert_allclose(last_values(y)[:, 0], [1.0, 1.0, 4.0, 3.0])
+
+
+def test_calendar_features_follow_prophets_rules():
+    day = 86400.0
+    monthly = [np.arange(0, 5 * 365) * day * 30.4 / 30.4 * 30]
+    assert [c.name for c in choose_cycles(monthly, "datetime")] == ["yearly"]
+    hourly = [np.arange(0, 24 * 30) * 3600.0]
+    assert [c.name for c in choose_cycles(hourly, "datetime")] == ["weekly", "daily"]
+    assert choose_cycles(hourly, "numeric") == ()
+    assert choose_cycles(hourly, "datetime", None) == ()
+    cycles = choose_cycles(hourly, "datetime", ["daily"])
+    features = calendar_features(np.array([0.0, 6 * 3600.0, day]), cycles)
+    np.testing.assert_allclose(features[:, 0], [0.0, 1.0, 0.0], atol=1e-9)  # sin(2π t / day)
+    np.testing.assert_allclose(features[0], features[2], atol=1e-9)
+    with pytest.raises(ValueError, match="needs datetime"):
+        choose_cycles(hourly, "numeric", ["daily"])
+
+
+def test_lead_step_equals_the_recurrence_with_zero_input_in_float64(x64):
+    # The forecast step carries the state over the whole lead at once; with
+    # zero input that is many small steps of the recurrence (float64).
+    ssm = to_float64(S5SSM(d_model=3, state_size=4, key=jax.random.key(0)))
+    rng = np.random.default_rng(0)
+    state = jnp.asarray(rng.normal(size=4) + 1j * rng.normal(size=4), jnp.complex128)
+    zero = jnp.zeros(3, jnp.float64)
+    once, _ = ssm.step(state, zero, jnp.float64(7.3))
+    many = state
+    for _ in range(73):
+        many, _ = ssm.step(many, zero, jnp.float64(0.1))
+    lam = np.asarray(ssm.lam, np.complex128) * np.exp(np.asarray(ssm.log_step, np.float64))
+    exact = np.exp(lam * 7.3) * np.asarray(state)
+    assert np.asarray(once).dtype == np.complex128
+    np.testing.assert_allclose(once, many, rtol=1e-11)
+    np.testing.assert_allclose(once, exact, rtol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def random_walk():
+    rng = np.random.default_rng(4)
+    hours = np.cumsum(rng.exponential(1.0, 300))
+    values = np.cumsum(rng.normal(size=300) * np.sqrt(np.diff(hours, prepend=0.0)))
+    return pd.Series(values, index=pd.to_timedelta(hours, unit="h"), name="walk")
+
+
+def test_intervals_widen_with_the_lead_on_a_random_walk(random_walk):
+    model = Forecaster(n_layers=1, d_model=16, state_size=8, max_epochs=60, learning_rate=1e-2, random_state=0)
+    model.fit(random_walk, horizon=pd.Timedelta(hours=40))
+    future = random_walk.index[-1] + pd.to_timedelta([0.5, 2, 8, 20, 40], unit="h")
+    _, var, _ = model.predict_distribution(future)
+    sd = np.sqrt(var[:, 0])
+    assert np.all(np.diff(sd) > 0), sd
+    assert sd[-1] > 3 * sd[0]
+
+
+def test_a_linear_trend_is_extrapolated():
+    rng = np.random.default_rng(1)
+    t = np.sort(rng.uniform(0, 200, 150))
+    y = pd.Series(0.5 * t + 0.2 * rng.normal(size=150), index=t)
+    model = Forecaster(n_layers=1, d_model=16, state_size=8, max_epochs=80, learning_rate=1e-2, random_state=0)
+    model.fit(y, horizon=40.0)
+    future = np.array([205.0, 215.0, 235.0])
+    prediction = model.predict(future).to_numpy()[:, 0]
+    np.testing.assert_allclose(prediction, 0.5 * future, atol=0.1 * 0.5 * 35)  # within 10 % of the rise
+    # Far above anything seen in training: the level is relative to the last value.
+    assert prediction[-1] > y.max()
+
+
+def test_calibration_scales_the_held_out_errors_to_unit_variance(random_walk):
+    model = Forecaster(**FAST).fit(random_walk)
+    assert model.interval_scale_ > 0 and np.isfinite(model.interval_scale_)
+    unscaled = copy.deepcopy(model)
+    unscaled.interval_scale_ = 1.0
+    future = random_walk.index[-1] + pd.to_timedelta([1.0, 5.0], unit="h")
+    _, var, _ = model.predict_distribution(future)
+    _, var1, _ = unscaled.predict_distribution(future)
+    np.testing.assert_allclose(var, var1 * model.interval_scale_**2, rtol=1e-6)
+
+
+def test_nan_in_y_is_not_observed():
+    rng = np.random.default_rng(2)
+    t = np.sort(rng.uniform(0, 100, 80))
+    y = pd.DataFrame({"a": np.sin(t / 5), "b": np.cos(t / 5)}, index=t)
+    y.iloc[::3, 0] = np.nan
+    model = Forecaster(**FAST).fit(y)
+    prediction = model.predict(np.array([101.0, 104.0]))
+    assert list(prediction.columns) == ["a", "b"] and np.isfinite(prediction.to_numpy()).all()
+    y.iloc[:, 1] = np.nan
+    with pytest.raises(ValueError, match="column 'b' of y has no observed value"):
+        Forecaster(**FAST).fit(y)
+
+
+def test_update_merges_late_observations_and_rejects_conflicts(random_walk):
+    head, late, tail = random_walk.iloc[:200], random_walk.iloc[150:160], random_walk.iloc[200:]
+    fitted = Forecaster(**FAST).fit(head.drop(late.index))
+    merged = copy.deepcopy(fitted).update(late)
+    whole = copy.deepcopy(fitted)
+    whole.series_ = {}
+    whole.update(head)  # the same history from the zero state, as a new series
+    np.testing.assert_array_equal(merged.series_[None].times, whole.series_[None].times)
+    u, gaps = observation_steps(merged._layout, merged.series_[None].times, merged.series_[None].y, None, merged.series_[None].scale)
+    from s5ts.forecasting import advance
+
+    recomputed = advance(merged.network_.network, merged.network_.network.init_state(), u, gaps)
+    for a, b in zip(merged.series_[None].state, recomputed):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    conflicting = late.copy()
+    conflicting.iloc[0] += 1.0
+    with pytest.raises(ValueError, match="different value"):
+        copy.deepcopy(merged).update(conflicting)
+    assert len(copy.deepcopy(merged).update(tail).series_[None].times) == len(random_walk)
+
+
+def test_bad_input_is_named(random_walk):
+    fitted = Forecaster(**FAST).fit(random_walk)
+    with pytest.raises(ValueError, match="first observation"):
+        fitted.predict(random_walk.index[:1] - pd.Timedelta(hours=1))
+    with pytest.raises(TypeError, match="fitted on timedelta"):
+        fitted.predict(pd.DatetimeIndex(["2024-01-01"]))
+    with pytest.raises(ValueError, match="Timedelta"):
+        Forecaster(**FAST).fit(random_walk, horizon=3.0)
+    with pytest.raises(ValueError, match="calendar"):
+        Forecaster(**FAST, calendar=["monthly"]).fit(random_walk)
+    with pytest.raises(TypeError, match="pandas Series or DataFrame"):
+        Forecaster(**FAST).fit(random_walk.to_numpy())
+    panel = pd.concat({"p1": random_walk.iloc[:50], "p2": random_walk.iloc[50:120]}, names=["id", "time"])
+    model = Forecaster(**FAST).fit(panel)
+    late = random_walk.index[40] + pd.Timedelta(minutes=1)
+    with pytest.raises(ValueError, match="series 'p2': cannot forecast"):
+        model.predict(pd.TimedeltaIndex([late]))
