@@ -267,11 +267,12 @@ def _ets(y: pd.Series, times: pd.DatetimeIndex, spec: D.Spec) -> pd.DataFrame:
 def _naive(train: pd.DataFrame, future: pd.Index, origin: Callable) -> pd.DataFrame:
     """Point forecasts and empirical intervals of a naive rule.
 
-    `origin(t, at_ns, y_times) -> (index of the forecasting observation in
-    `t` for each time in `at_ns`, lead key)`: the observation the rule reads
-    for each requested time, and a key such that the same key in-sample
-    means the same lead. In-sample errors y_j - y[origin(t_j)] are pooled
-    over all series of `train`."""
+    `origin(t, at, last) -> (rows, keys)`: for each requested time in `at`
+    (ns), the row of `t` (training times, ns) that the rule reads, and a key
+    that names its lead; `origin.in_sample(t, key)`: for each training time,
+    the row the rule reads at that lead (-1: none). The in-sample errors
+    y_j - y[row_j] of a key, pooled over all series of `train`, give the
+    interval of every requested time with that key."""
     history = [(sid, ns(y.index), y.to_numpy(dtype=float)) for sid, y in subjects(train)]
     by_id = {sid: (t, v) for sid, t, v in history}
     parts = []
@@ -504,17 +505,27 @@ def summary_rows(results, tasks, names) -> list[list[str]]:
     return rows
 
 
+def duration(offset: pd.DateOffset) -> str:
+    """"1 year", "7 days": the calendar offset in words."""
+    return ", ".join(f"{n} {unit[:-1] if n == 1 else unit}" for unit, n in offset.kwds.items())
+
+
+def horizon_length(span: pd.Timedelta) -> str:
+    days = span / pd.Timedelta(days=1)
+    return f"{days / 365.25:.1f} years" if days > 400 else f"{days:.1f} days" if days >= 2 else f"{24 * days:.0f} h"
+
+
 def task_rows(tasks: list[D.Task]) -> list[list[str]]:
     rows = []
     for t in tasks:
         span = t.test.index.get_level_values(-1).max() - t.spec.cutoff
-        kept = f"{t.kept:.0%} of {t.n_original}" if t.kept is not None else f"{t.n_original} (not thinned)"
-        season = "-" if t.spec.season is None else f"{t.spec.season.freqstr} / {t.spec.ets_period}"
+        kept = f"{100 * t.kept:.0f} % of {t.n_original}" if t.kept is not None else f"{t.n_original} (not thinned)"
+        season = "-" if t.spec.season is None else f"{duration(t.spec.season)} / {t.spec.ets_period} steps"
         rows.append([
             t.name, t.spec.source, t.spec.description, t.spec.frequency if not t.spec.panel else
             f"panel, {t.n_subjects} subjects", kept, str(len(t.train)), str(len(t.test)),
             f"{t.spec.cutoff:%Y-%m-%d %H:%M}" if t.spec.panel else f"{t.spec.cutoff:%Y-%m-%d}",
-            f"{span.days / 365.25:.1f} years" if span.days > 400 else f"{span / pd.Timedelta(days=1):.1f} days",
+            horizon_length(span),
             season,
         ])
     return rows
@@ -587,7 +598,8 @@ def report(results, tasks, methods, context: dict) -> str:
         "Notes:",
         "",
         *([f"- {line}" for line in notes(results)] or ["- none"]),
-        *[f"- `{r.method}` on {r.task}: {r.info}" for r in results if ok(r) and r.info and r.method == "s5"],
+        *[f"- `{m}` per task: " + "; ".join(f"{r.task} {r.info}" for r in results if r.method == m and ok(r))
+          for m in names if any(r.method == m and ok(r) and r.info for r in results)],
     ]) + "\n"
 
 
