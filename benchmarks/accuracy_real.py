@@ -45,15 +45,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
-import os
-import platform
-import shlex
 import sys
 import time
 import warnings
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
@@ -63,6 +58,7 @@ for path in (_ROOT, _ROOT / "benchmarks"):
         sys.path.insert(0, str(path))
 
 import _accuracy_data as D  # noqa: E402
+from _report import choose, run_context, table, write_raw  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy.stats import rankdata  # noqa: E402
@@ -269,11 +265,6 @@ def run(datasets: list[D.Dataset], methods: list[Method], s5_params: dict) -> li
 # --- tables -------------------------------------------------------------------
 
 
-def table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-
-
 def lookup(results: list[Result]) -> dict[tuple[str, str], Result]:
     return {(r.dataset, r.method): r for r in results}
 
@@ -444,43 +435,6 @@ def report(results, datasets, methods, context: dict) -> str:
 # --- output -------------------------------------------------------------------
 
 
-def versions() -> str:
-    found = []
-    for name in VERSIONS:
-        try:
-            found.append(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            found.append(f"{name} (not installed)")
-    return ", ".join(found + [f"Python {platform.python_version()}"])
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, nproc {os.cpu_count()}, run on {len(os.sched_getaffinity(0))} core(s)"
-
-
-def command_line() -> str:
-    """This run's command, with the `taskset` that pinned it (if any)."""
-    args = [os.path.relpath(sys.argv[0], _ROOT)] + sys.argv[1:]
-    cores = sorted(os.sched_getaffinity(0))
-    pin = f"taskset -c {','.join(map(str, cores))} " if len(cores) < (os.cpu_count() or 0) else ""
-    return pin + "python3 " + " ".join(shlex.quote(a) for a in args)
-
-
-def write_raw(results: list[Result], context: dict, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    rows = [dataclasses.asdict(r) for r in results]
-    pd.DataFrame(rows).to_csv(out / "results.csv", index=False)
-    (out / "results.json").write_text(json.dumps({"context": context, "results": rows}, indent=1))
-
-
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--quick", action="store_true",
@@ -493,14 +447,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=Path("results/accuracy"), help="folder of the raw CSV / JSON")
     p.add_argument("--no-docs", action="store_true", help="do not overwrite docs/accuracy.md")
     return p.parse_args(argv)
-
-
-def choose(value: str | None, known: list[str], default: list[str], what: str) -> list[str]:
-    names = default if value is None else [v.strip() for v in value.split(",") if v.strip()]
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise SystemExit(f"unknown {what}: {', '.join(unknown)}; known: {', '.join(known)}")
-    return names
 
 
 def main(argv=None) -> None:
@@ -516,15 +462,7 @@ def main(argv=None) -> None:
     datasets = [D.load(name, max_series, SEED) for name in dataset_names]
     print(f"{len(datasets)} data sets x {len(methods)} methods; S5 overrides {s5_params or 'none'}", flush=True)
     results = run(datasets, methods, s5_params)
-    context = {
-        "command": command_line(),
-        "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        "machine": machine(),
-        "versions": versions(),
-        "s5_params": s5_params,
-        "max_series": max_series,
-        "total_s": time.perf_counter() - start,
-    }
+    context = run_context(VERSIONS, start, s5_params=s5_params, max_series=max_series)
     text = report(results, datasets, methods, context)
     print("\n" + text)
     write_raw(results, context, args.out)
