@@ -14,7 +14,8 @@ Methods, side by side in one run (`METHODS`; each is a function
 like `future`):
 
 - `s5`: `s5ts.sktime.S5Forecaster(random_state=0)`, otherwise its defaults,
-  through its public sktime API only: `fit(y)`, then `predict`,
+  fitted with the horizon (`fit(y, fh=fh)`),
+  through its public sktime API only: `fit(y, fh=fh)`, then `predict`,
   `predict_interval(coverage=[0.8, 0.95])` and `predict_var` at
   `ForecastingHorizon(future_times, is_relative=False)`. A panel is one
   global model over all subjects (MultiIndex y). `--s5-params JSON`
@@ -161,9 +162,10 @@ def s5(train: pd.DataFrame, future: pd.Index, spec: D.Spec, s5_params: dict) -> 
 
     from s5ts.sktime import S5Forecaster
 
-    forecaster = S5Forecaster(**{"random_state": SEED, **s5_params}).fit(train)
     times = pd.DatetimeIndex(future.get_level_values(-1).unique()).sort_values()
     fh = ForecastingHorizon(times, is_relative=False)
+    # The horizon given to fit, as sktime allows: it sets the longest lead trained for.
+    forecaster = S5Forecaster(**{"random_state": SEED, **s5_params}).fit(train, fh=fh)
     mean = forecaster.predict(fh)["y"]
     bounds = forecaster.predict_interval(fh, coverage=list(COVERAGES))["y"]
     sd = np.sqrt(forecaster.predict_var(fh)["y"])

@@ -15,10 +15,13 @@ from s5ts.forecasting import (
     Forecaster,
     SeriesScale,
     StepLayout,
+    calibration_factor,
     calendar_features,
     choose_cycles,
     draw_queries,
     last_values,
+    PRIOR_CHANGES,
+    local_spreads,
     observation_steps,
     query_examples,
 )
@@ -39,12 +42,11 @@ def test_query_examples_match_a_naive_construction():
     y[rng.random((30, 2)) < 0.2] = np.nan
     y[0] = [1.0, np.nan]
     x = rng.normal(size=(30, 1))
-    sigma = np.array([0.7, 1.3])
-    scale = SeriesScale(sigma, np.zeros(2), np.ones(2))
+    spreads = rng.uniform(0.5, 2.0, (30, 2))
     layout = _layout(d=2, n_exog=1)
     horizon, stop = 6.0, 25
     queries = draw_queries(times, horizon, 5, np.random.default_rng(1), stop=stop)
-    steps, targets = query_examples(layout, times, y, x, scale, queries)
+    steps, targets = query_examples(layout, times, y, x, spreads, queries)
     n_in = layout.n_inputs
     for k in range(30):
         candidates = [q for q in range(k + 1, stop) if times[q] - times[k] <= horizon]
@@ -62,7 +64,7 @@ def test_query_examples_match_a_naive_construction():
             assert step[7] == pytest.approx(x[q, 0], rel=1e-6)
             for c in range(2):
                 previous = [y[i, c] for i in range(k + 1) if not np.isnan(y[i, c])]
-                expected = (y[q, c] - previous[-1]) / sigma[c] if previous else np.nan
+                expected = (y[q, c] - previous[-1]) / spreads[k, c] if previous else np.nan
                 np.testing.assert_allclose(targets[k, 2 * j + c], expected, rtol=1e-5, equal_nan=True)
 
 
@@ -78,15 +80,35 @@ def test_observation_steps_hold_changes_since_the_last_value():
     times = np.array([0.0, 1.0, 3.0, 4.0])
     y = np.array([[1.0], [np.nan], [4.0], [3.0]])
     scale = SeriesScale(np.array([2.0]), np.array([2.0]), np.array([0.5]))
-    u, gaps = observation_steps(_layout(), times, y, None, scale)
+    u, gaps, spreads = observation_steps(_layout(), times, y, None, scale)
     np.testing.assert_allclose(gaps, [1.0, 0.5, 1.0, 0.5])
-    np.testing.assert_allclose(u[:, 0], [0.0, 0.0, 1.5, -0.5])  # (4 - 1) / 2, (3 - 4) / 2
+    # Local spreads (no decay): the prior 2 counts as two changes.
+    np.testing.assert_allclose(spreads[:, 0], [2.0, 2.0, 7 / 3, 8 / 4])
+    np.testing.assert_allclose(u[:, 0], [0.0, 0.0, 1.5, -3 / 7])  # (4 - 1) / 2, (3 - 4) / (7 / 3)
     np.testing.assert_allclose(u[:, 1], [1.0, 0.0, 1.0, 1.0])
     np.testing.assert_allclose(u[:, 2], [-2.0, -2.0, 4.0, 2.0])  # (level - 2) / 0.5
     np.testing.assert_allclose(u[:, 3], np.log1p(gaps), rtol=1e-6)
     big = observation_steps(_layout(), times, 100 * y, None, scale)[0]
     assert big[:, 2].max() == 5.0  # clipped
     np.testing.assert_allclose(last_values(y)[:, 0], [1.0, 1.0, 4.0, 3.0])
+
+
+def test_local_spreads_match_a_naive_weighted_mean():
+    rng = np.random.default_rng(3)
+    times = np.cumsum(rng.uniform(0.1, 2.0, 40))
+    y = rng.normal(size=(40, 2)) * np.linspace(1, 5, 40)[:, None]
+    y[rng.random((40, 2)) < 0.3] = np.nan
+    prior, memory = np.array([0.8, 1.5]), 6.0
+    got = local_spreads(times, y, prior, memory)
+    for k in range(40):
+        for c in range(2):
+            seen = [j for j in range(k + 1) if not np.isnan(y[j, c])]
+            changes = [(abs(y[b, c] - y[a, c]), times[b]) for a, b in zip(seen, seen[1:])]
+            weights = [np.exp(-(times[k] - t) / memory) for _, t in changes]
+            expected = (sum(w * a for w, (a, _) in zip(weights, changes)) + PRIOR_CHANGES * prior[c]) / (
+                sum(weights) + PRIOR_CHANGES
+            )
+            assert got[k, c] == pytest.approx(expected, rel=1e-10)
 
 
 def test_calendar_features_follow_prophets_rules():
@@ -165,6 +187,19 @@ def test_calibration_scales_the_held_out_errors_to_unit_variance(random_walk):
     np.testing.assert_allclose(var, var1 * model.interval_scale_**2, rtol=1e-6)
 
 
+def test_calibration_factor_reaches_the_nominal_coverages():
+    rng = np.random.default_rng(0)
+    var = rng.uniform(0.5, 2.0, 20000)
+    gaussian = rng.normal(size=20000) * 2.0 * np.sqrt(var)  # twice the predicted sd
+    assert calibration_factor(gaussian, var) == pytest.approx(2.0, rel=0.03)
+    heavy = rng.standard_t(3, size=20000) * np.sqrt(var)
+    factor = calibration_factor(heavy, var)
+    z = np.abs(heavy) / (factor * np.sqrt(var))
+    assert np.mean(z <= 1.2816) >= 0.8 - 1e-3 and np.mean(z <= 1.96) >= 0.95 - 1e-3
+    assert calibration_factor(np.zeros(10), np.ones(10)) == 0.25
+    assert calibration_factor(np.zeros(0), np.zeros(0)) == 1.0
+
+
 def test_nan_in_y_is_not_observed():
     rng = np.random.default_rng(2)
     t = np.sort(rng.uniform(0, 100, 80))
@@ -186,7 +221,7 @@ def test_update_merges_late_observations_and_rejects_conflicts(random_walk):
     whole.series_ = {}
     whole.update(head)  # the same history from the zero state, as a new series
     np.testing.assert_array_equal(merged.series_[None].times, whole.series_[None].times)
-    u, gaps = observation_steps(merged._layout, merged.series_[None].times, merged.series_[None].y, None, merged.series_[None].scale)
+    u, gaps, _ = observation_steps(merged._layout, merged.series_[None].times, merged.series_[None].y, None, merged.series_[None].scale)
     from s5ts.forecasting import advance
 
     recomputed = advance(merged.network_.network, merged.network_.network.init_state(), u, gaps)

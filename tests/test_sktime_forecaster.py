@@ -128,7 +128,7 @@ def test_in_sample_forecasts_are_one_step_from_the_state_before(series, fitted):
     core = fitted.forecaster_
     record = core.series_[None]
     layout = core._layout
-    u, gaps = observation_steps(layout, record.times, record.y, None, record.scale)
+    u, gaps, spreads = observation_steps(layout, record.times, record.y, None, record.scale)
     model = fitted.network_
     network = model.network
     state, states = network.init_state(), []
@@ -139,7 +139,7 @@ def test_in_sample_forecasts_are_one_step_from_the_state_before(series, fitted):
     for k in range(1, len(gaps)):
         q, lead = query_steps(layout, record.times[k : k + 1], None, record.times[k - 1 : k])
         mean, _ = model.query(states[k - 1], q[0], lead[0])
-        expected.append(record.y[k - 1, 0] + record.scale.spread[0] * float(mean[0]))
+        expected.append(record.y[k - 1, 0] + spreads[k - 1, 0] * float(mean[0]))
     in_sample = fitted.predict(_absolute(series.index[1:]))
     np.testing.assert_allclose(in_sample, expected, rtol=1e-4, atol=1e-5)
     assert np.all(fitted.predict_var(_absolute(series.index[1:])) > 0)
@@ -173,7 +173,7 @@ def test_update_advances_the_state_like_the_whole_history(series, panel_fitted):
     core = updated.forecaster_
     record = core.series_["a"]
     np.testing.assert_array_equal(record.times, core.series_["c"].times)
-    u, gaps = observation_steps(core._layout, record.times, record.y, None, record.scale)
+    u, gaps, _ = observation_steps(core._layout, record.times, record.y, None, record.scale)
     whole = advance(core.network_.network, core.network_.network.init_state(), u, gaps)
     for carried, recomputed in zip(record.state, whole):
         np.testing.assert_allclose(carried, recomputed, rtol=1e-5, atol=1e-6)

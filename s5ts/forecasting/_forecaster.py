@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -80,8 +81,8 @@ class Forecaster(BaseEstimator):
     at the origin carried over each lead exactly ($e^{\Lambda\Delta g}$)
     and a Gaussian head on the change since the origin's last value. The
     last `validation_fraction` of each series' time span is held out of the
-    targets for early stopping and to calibrate the variance (its
-    standardised squared errors have mean 1).
+    targets for early stopping and to calibrate the intervals
+    (`calibration_factor`).
 
     **Data:** `y` a Series or DataFrame (d columns; NaN = not observed)
     indexed by time (datetime, timedelta, numbers or periods; irregular),
@@ -166,14 +167,15 @@ class Forecaster(BaseEstimator):
         time_scale = float(time_scale_from(panel))
         cycles = choose_cycles(times, panel.time_kind, self.calendar)
         d = values[0].shape[1]
-        layout = StepLayout(d, cycles, 0 if exog is None else exog[0].shape[1], time_scale, float(self.first_gap))
         scales = _scales(values)
         lead = self._horizon_seconds(horizon, times, panel.time_kind)
+        n_exog = 0 if exog is None else exog[0].shape[1]
+        layout = StepLayout(d, cycles, n_exog, time_scale, float(self.first_gap), memory=lead)
 
         seed = check_random_state(self.random_state).randint(2**31 - 1)
         rng = np.random.default_rng(seed)
         train_data, valid_data = self._examples(layout, times, values, exog, scales, lead, rng)
-        network = self._build_network(layout, seed)
+        network = self._build_network(layout, lead / time_scale, seed)
         config = TrainingConfig.from_estimator(self)
         result = train(
             TrainingState(model=network, opt_state=config.init_optimizer_state(network)),
@@ -191,7 +193,7 @@ class Forecaster(BaseEstimator):
         init = model.network.init_state()
         states = {}
         for i, (sid, _) in enumerate(series):
-            u, gaps = observation_steps(layout, times[i], values[i], None if exog is None else exog[i], scales[i])
+            u, gaps, _ = observation_steps(layout, times[i], values[i], None if exog is None else exog[i], scales[i])
             xi = None if exog is None else exog[i]
             states[sid] = SeriesState(times[i], values[i], xi, scales[i], advance(model.network, init, u, gaps))
         # Everything is computed: only now is the fitted state replaced.
@@ -239,18 +241,18 @@ class Forecaster(BaseEstimator):
         copies = max(1, math.ceil(MIN_BATCHES_PER_EPOCH * self.batch_size / windows))
         for i, t in enumerate(times):
             x = None if exog is None else exog[i]
-            u, gaps = observation_steps(layout, t, values[i], x, scales[i])
+            u, gaps, spreads = observation_steps(layout, t, values[i], x, scales[i])
             stop = stops[i]
             for _ in range(copies):
                 queries = draw_queries(t, lead, K, rng, stop=stop)
-                steps, targets = query_examples(layout, t, values[i], x, scales[i], queries)
+                steps, targets = query_examples(layout, t, values[i], x, spreads, queries)
                 for a in _window_starts(stop, W):
                     window = slice(a, min(a + W, stop))
                     if np.isfinite(targets[window]).any():
                         train_parts.append((u[window], gaps[window], steps[window], targets[window]))
             if stop < len(t):
                 queries = draw_queries(t, lead, K, np.random.default_rng(i), first=stop)
-                steps, targets = query_examples(layout, t, values[i], x, scales[i], queries)
+                steps, targets = query_examples(layout, t, values[i], x, spreads, queries)
                 window = slice(max(stop - W, 0), stop)
                 if np.isfinite(targets[window]).any():
                     valid_parts.append((u[window], gaps[window], steps[window], targets[window]))
@@ -260,7 +262,7 @@ class Forecaster(BaseEstimator):
             )
         return _sequences(train_parts), (_sequences(valid_parts) if valid_parts else None)
 
-    def _build_network(self, layout: StepLayout, seed: int) -> MultiHorizonNetwork:
+    def _build_network(self, layout: StepLayout, max_lead: float, seed: int) -> MultiHorizonNetwork:
         k_proj, k_head, k_blocks = jax.random.split(jax.random.key(seed), 3)
         blocks = make_blocks(
             self.n_layers, self.d_model, self.state_size, self.blocks, self.discretization,
@@ -269,7 +271,7 @@ class Forecaster(BaseEstimator):
             key=k_blocks,
         )
         network = SequenceNetwork(IdentityEncoder(layout.n_inputs), blocks, eqx.nn.Identity(), pooling="none", key=k_proj)
-        return MultiHorizonNetwork(network, self.d_model, layout.d, layout.n_inputs, key=k_head)
+        return MultiHorizonNetwork(network, self.d_model, layout.d, layout.n_inputs, max_lead, key=k_head)
 
     # ------------------------------------------------------------------
     # forecasts
@@ -316,8 +318,9 @@ class Forecaster(BaseEstimator):
             )
         n = len(record.times)
         states = [jnp.broadcast_to(s, (len(seconds), *s.shape)) for s in record.state]
+        u, gaps, spreads = observation_steps(layout, record.times, record.y, record.x, record.scale)
+        spread = spreads[origin]
         if (origin < n - 1).any():
-            u, gaps = observation_steps(layout, record.times, record.y, record.x, record.scale)
             sequence = self.network_.network
             after = states_after_each_step(sequence, sequence.init_state(), u, gaps)
             future = origin == n - 1
@@ -327,7 +330,7 @@ class Forecaster(BaseEstimator):
             x = self._query_x(sid, record, when, seconds, x_frame, has_x)
         u, leads = query_steps(layout, seconds, x, record.times[origin])
         mean, var = forecast(self.network_, tuple(states), u, leads)
-        return level + record.scale.spread * mean, var * record.scale.spread**2 * self.interval_scale_**2
+        return level + spread * mean, var * spread**2 * self.interval_scale_**2
 
     def _query_x(self, sid, record, when, seconds, x_frame, has_x):
         """Standardised exogenous features at the requested times: from
@@ -426,7 +429,7 @@ class Forecaster(BaseEstimator):
         layout, network = self._layout, self.network_.network
         if record is None:
             scale = SeriesScale.of(v, self._default_scale)
-            u, gaps = observation_steps(layout, t, v, x, scale)
+            u, gaps, _ = observation_steps(layout, t, v, x, scale)
             return SeriesState(t, v, x, scale, advance(network, network.init_state(), u, gaps))
         known = np.isin(t, record.times)
         if known.any():
@@ -441,25 +444,17 @@ class Forecaster(BaseEstimator):
         new = ~known
         if not new.any():
             return record
-        late = t[new][0] <= record.times[-1]
-        if late:
-            times = np.concatenate([record.times, t[new]])
-            order = np.argsort(times, kind="stable")
-            y = np.concatenate([record.y, v[new]])[order]
-            xs = None if x is None else np.concatenate([record.x, x[new]])[order]
-            u, gaps = observation_steps(layout, times[order], y, xs, record.scale)
-            return SeriesState(times[order], y, xs, record.scale, advance(network, network.init_state(), u, gaps))
-        u, gaps = observation_steps(
-            layout, t[new], v[new], None if x is None else x[new], record.scale,
-            last_time=record.times[-1], last_value=last_values(record.y)[-1],
-        )
-        return SeriesState(
-            np.concatenate([record.times, t[new]]),
-            np.concatenate([record.y, v[new]]),
-            None if x is None else np.concatenate([record.x, x[new]]),
-            record.scale,
-            advance(network, record.state, u, gaps),
-        )
+        times = np.concatenate([record.times, t[new]])
+        order = np.argsort(times, kind="stable")
+        y = np.concatenate([record.y, v[new]])[order]
+        xs = None if x is None else np.concatenate([record.x, x[new]])[order]
+        u, gaps, _ = observation_steps(layout, times[order], y, xs, record.scale)
+        if t[new][0] <= record.times[-1]:  # late observations: the whole series again
+            state = advance(network, network.init_state(), u, gaps)
+        else:  # only the new steps, from the stored state
+            n = len(record.times)
+            state = advance(network, record.state, u[n:], gaps[n:])
+        return SeriesState(times[order], y, xs, record.scale, state)
 
 
 # ----------------------------------------------------------------------
@@ -588,13 +583,31 @@ def _sequences(parts) -> Sequences:
     )
 
 
+#: The central coverages whose held-out empirical quantiles the calibrated
+#: intervals must reach (`calibration_factor`).
+CALIBRATED_COVERAGES = (0.8, 0.95)
+
+
+def calibration_factor(errors: np.ndarray, variances: np.ndarray) -> float:
+    """The factor on the standard deviations from held-out errors and
+    predicted variances: the largest of the one that makes the standardised
+    squared errors average 1 and those that make the central 80 % and 95 %
+    intervals cover that share of the errors (never below 1/4, so one
+    lucky tail cannot collapse the intervals); 1 without errors."""
+    z = np.abs(errors) / np.sqrt(np.maximum(variances, 1e-12))
+    if len(z) == 0:
+        return 1.0
+    factors = [np.sqrt(np.mean(z**2))]
+    factors += [np.quantile(z, c) / norm.ppf(0.5 + c / 2) for c in CALIBRATED_COVERAGES]
+    return float(max(max(factors), 0.25))
+
+
 def _calibration(model, data: Sequences, batch_size: int) -> float:
-    """The factor on the standard deviations that makes the held-out
-    standardised squared errors average 1."""
+    """`calibration_factor` over the held-out queries of `data`."""
     outputs = predict_outputs(model, data, batch_size)
-    ratios = []
+    errors, variances = [], []
     for (mean, var), targets in zip(outputs, data.targets):
         valid = np.isfinite(targets)
-        ratios.append(((targets[valid] - mean[valid]) ** 2 / np.maximum(var[valid], 1e-6)))
-    ratios = np.concatenate(ratios)
-    return float(np.sqrt(np.mean(ratios))) if len(ratios) else 1.0
+        errors.append(targets[valid] - mean[valid])
+        variances.append(var[valid])
+    return calibration_factor(np.concatenate(errors), np.concatenate(variances))

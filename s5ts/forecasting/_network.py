@@ -52,16 +52,20 @@ class LeadHead(eqx.Module):
         self.lead_slope = jnp.ones(n_outputs)
         self.offset = jnp.zeros(n_outputs)
 
-    def __call__(self, h: Float[Array, " H"], lead: Float[Array, ""]):
-        log_lead = jnp.log1p(lead)
-        features = jnp.concatenate([h, log_lead[None]])
-        mean = self.mean(features) + self.drift(h) * lead
-        log_var = self.log_var(features) + self.lead_slope * log_lead + self.offset
+    def __call__(self, h: Float[Array, " H"], lead: Float[Array, ""], max_lead: float = jnp.inf):
+        """Beyond `max_lead` (the longest lead trained for) the mean holds
+        what it reached there (a damped trend); the variance keeps growing."""
+        seen = jnp.minimum(lead, max_lead)
+        features = jnp.concatenate([h, jnp.log1p(seen)[None]])
+        mean = self.mean(features) + self.drift(h) * seen
+        log_var = self.log_var(features) + self.lead_slope * jnp.log1p(lead) + self.offset
         return mean, jnp.exp(jnp.clip(log_var, -12.0, 12.0))
 
 
 class MultiHorizonNetwork(eqx.Module):
-    """**Call:** `net(u (L, n_in), gaps (L,), mask (L,), queries (L, K·(n_in+1)),
+    """`max_lead`: the longest lead trained for (model units); see `LeadHead`.
+
+    **Call:** `net(u (L, n_in), gaps (L,), mask (L,), queries (L, K·(n_in+1)),
     *, key=None, inference=True) -> (mean, var)`, each (L, K·d): the Gaussian
     forecast of each origin's K queries (a query is a step input followed by
     its lead, as `query_examples` lays them out)."""
@@ -69,18 +73,29 @@ class MultiHorizonNetwork(eqx.Module):
     network: SequenceNetwork  # its head is the identity: `head` reads the lead too
     head: LeadHead
     n_inputs: int = eqx.field(static=True)
+    max_lead: float = eqx.field(static=True)
 
-    def __init__(self, network: SequenceNetwork, d_model: int, n_outputs: int, n_inputs: int, *, key: PRNGKeyArray):
+    def __init__(
+        self,
+        network: SequenceNetwork,
+        d_model: int,
+        n_outputs: int,
+        n_inputs: int,
+        max_lead: float = float("inf"),
+        *,
+        key: PRNGKeyArray,
+    ):
         self.network = network
         self.head = LeadHead(d_model, n_outputs, key=key)
         self.n_inputs = n_inputs
+        self.max_lead = float(max_lead)
 
     def query(self, state: State, u_q: Float[Array, " D"], lead: Float[Array, ""]):
         """The Gaussian forecast `(mean (d,), var (d,))` of one query from the
         state after its origin: the forecast step, then the head on the
         blocks' output and log(1 + lead)."""
         _, h = self.network.step(state, u_q, lead)
-        return self.head(h, lead)
+        return self.head(h, lead, self.max_lead)
 
     def __call__(
         self,

@@ -7,9 +7,11 @@ Step $k$ covers $(t_{k-1}, t_k]$: its gap is $g_k = (t_k - t_{k-1})/s$
 
 $$u_k = [\,\delta_k,\ o_k,\ z_k,\ \log(1 + g_k),\ c(t_k),\ c(t_{k-1}),\ x_k\,]$$
 
-with $\delta_k = (y_k - \ell_{k-1})/\sigma$ the change since each column's
-last observed value $\ell_{k-1}$, in units of the series' spread $\sigma$
-(its mean absolute change between observations; 0 where not observed),
+with $\delta_k = (y_k - \ell_{k-1})/s_{k-1}$ the change since each column's
+last observed value $\ell_{k-1}$, in units of the series' local spread
+$s_{k-1}$ (`local_spreads`: a time-weighted mean absolute change between
+observations up to then, anchored to the whole series' spread σ, so a
+series whose swings grow stays in range; 0 where not observed),
 $o_k$ the columns observed at $t_k$, $z_k = (\ell_k - m)/w$ the level
 against the series' mean $m$ and standard deviation $w$ in fit (clipped to
 ±5: a trend leaves that range, the changes do not), $c(\cdot)$ the calendar features
@@ -19,8 +21,9 @@ A forecast for a time $T$ from the state after observation $k$ (the
 *origin*) is one more step with gap $(T - t_k)/s$ and input
 $[\,0,\ 0,\ 0,\ \log(1 + g),\ c(T),\ c(t_k),\ x_T\,]$: no observation, the
 calendar at both ends, and the SSM integrates exactly over the lead. Its
-output is $(y(T) - \ell_k)/\sigma$: forecasts are relative to the last
-value, so a trending series never leaves the range the network saw.
+output is $(y(T) - \ell_k)/s_k$: forecasts are relative to the last
+value and the local spread, so a trending series never leaves the range
+the network saw.
 """
 
 from __future__ import annotations
@@ -38,13 +41,14 @@ from ._calendar import Cycle, calendar_features, n_calendar_features
 class StepLayout:
     """What a step's input holds: `d` outputs, calendar `cycles`, `n_exog`
     exogenous features; `time_scale` (seconds or index units per model time
-    unit) and `first_gap` (model units)."""
+    unit), `first_gap` (model units) and the local spread's `memory`."""
 
     d: int
     cycles: tuple[Cycle, ...]
     n_exog: int
     time_scale: float
     first_gap: float
+    memory: float = np.inf  # time constant of the local spread (seconds or index units)
 
     @property
     def n_inputs(self) -> int:
@@ -103,30 +107,56 @@ def spread(y: Float[np.ndarray, "L d"]) -> Float[np.ndarray, " d"]:
     return out
 
 
+#: The whole series' spread σ counts as this many changes in the local spread.
+PRIOR_CHANGES = 2.0
+
+
+def local_spreads(
+    times: Float[np.ndarray, " L"], y: Float[np.ndarray, "L d"], prior: Float[np.ndarray, " d"], memory: float
+) -> Float[np.ndarray, "L d"]:
+    r"""Each column's local spread after each step,
+    $s_k = (\sum_j w_{kj} |\Delta_j| + P\sigma) / (\sum_j w_{kj} + P)$ over
+    the changes $\Delta_j$ between consecutive observations of the column
+    up to $t_k$, $w_{kj} = e^{-(t_k - t_j)/\tau}$ ($\tau$ = `memory`, σ =
+    `prior`, P = `PRIOR_CHANGES`)."""
+    times = np.asarray(times, np.float64)
+    L, d = y.shape
+    out = np.empty((L, d))
+    total, count = np.zeros(d), np.zeros(d)
+    last = np.full(d, np.nan)
+    decay = np.exp(-np.diff(times, prepend=times[:1]) / memory) if np.isfinite(memory) else np.ones(L)
+    for k in range(L):
+        change = np.abs(y[k] - last)
+        seen = np.isfinite(change)
+        total = total * decay[k] + np.where(seen, change, 0.0)
+        count = count * decay[k] + seen
+        last = np.where(np.isnan(y[k]), last, y[k])
+        out[k] = (total + PRIOR_CHANGES * prior) / (count + PRIOR_CHANGES)
+    return out
+
+
 def observation_steps(
     layout: StepLayout,
     times: Float[np.ndarray, " L"],
     y: Float[np.ndarray, "L d"],
     x: Float[np.ndarray, "L e"] | None,
     scale: SeriesScale,
-    *,
-    last_time: float | None = None,
-    last_value: Float[np.ndarray, " d"] | None = None,
-) -> tuple[Float[np.ndarray, "L n_in"], Float[np.ndarray, " L"]]:
-    """Inputs (float32) and gaps (model units, float32) of the steps of
-    observations `y` at `times`, after a series' `last_time` / `last_value`
-    (None: the series starts here)."""
+) -> tuple[Float[np.ndarray, "L n_in"], Float[np.ndarray, " L"], Float[np.ndarray, "L d"]]:
+    """Inputs (float32), gaps (model units, float32) and local spreads
+    after each step, of a series' observations `y` at `times`."""
     times = np.asarray(times, np.float64)
     gaps = np.empty_like(times)
-    gaps[0] = layout.first_gap if last_time is None else (times[0] - last_time) / layout.time_scale
+    gaps[0] = layout.first_gap
     gaps[1:] = np.diff(times) / layout.time_scale
-    before = np.full(y.shape[1], np.nan) if last_value is None else last_value
-    previous = np.concatenate([before[None], last_values(y, before)[:-1]])
+    spreads = local_spreads(times, y, scale.spread, layout.memory)
+    before = np.concatenate([scale.spread[None], spreads[:-1]])
+    levels = last_values(y)
+    previous = np.concatenate([np.full((1, y.shape[1]), np.nan), levels[:-1]])
     observed = ~np.isnan(y)
-    delta = np.nan_to_num((y - previous) / scale.spread, nan=0.0, posinf=0.0, neginf=0.0)
-    level = np.clip(np.nan_to_num((last_values(y, before) - scale.center) / scale.width, nan=0.0), -5.0, 5.0)
+    delta = np.nan_to_num((y - previous) / before, nan=0.0, posinf=0.0, neginf=0.0)
+    level = np.clip(np.nan_to_num((levels - scale.center) / scale.width, nan=0.0), -5.0, 5.0)
     u = layout._inputs(delta, observed.astype(np.float64), level, gaps, times, times - gaps * layout.time_scale, x)
-    return u, gaps.astype(np.float32)
+    return u, gaps.astype(np.float32), spreads
 
 
 def query_steps(
@@ -172,13 +202,13 @@ def query_examples(
     times: Float[np.ndarray, " L"],
     y: Float[np.ndarray, "L d"],
     x: Float[np.ndarray, "L e"] | None,
-    scale: SeriesScale,
+    spreads: Float[np.ndarray, "L d"],
     queries: Int[np.ndarray, "L K"],
 ) -> tuple[Float[np.ndarray, "L K*(n_in+1)"], Float[np.ndarray, "L K*d"]]:
     """The forecast steps from every origin to its `queries` (from
     `draw_queries`), flattened per origin: `(steps, targets)` with
     `steps[k]` = K × (input, lead) and `targets[k]` = K × the scaled change
-    $(y_q - \\ell_k)/\\sigma$ (NaN where there is no query, no value at q, or
+    $(y_q - \\ell_k)/s_k$ (`spreads` from `observation_steps`) (NaN where there is no query, no value at q, or
     no earlier value of the column)."""
     L, K = queries.shape
     origin = np.repeat(np.arange(L), K)
@@ -186,7 +216,7 @@ def query_examples(
     q = np.where(none, origin, queries.reshape(-1))  # no query: a zero lead, no target
     u, leads = query_steps(layout, times[q], None if x is None else x[q], times[origin])
     level = last_values(y)[origin]
-    targets = (y[q] - level) / scale.spread
+    targets = (y[q] - level) / spreads[origin]
     targets[none] = np.nan
     steps = np.concatenate([u, leads[:, None]], axis=1)
     steps[none] = 0.0
