@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ._panel import RaggedPanel, _times_to_seconds
+from ._panel import RaggedPanel, _times_to_seconds, one_per_series
 
 TargetKind = Literal["sequence", "per_step"]
 
@@ -129,7 +129,9 @@ def _pandas_values(y, numeric):
         elif not (pd.api.types.is_numeric_dtype(y.dtype) or pd.api.types.is_bool_dtype(y.dtype)):
             raise TypeError(f"y is not numeric (dtype {y.dtype})")
         return y.to_numpy(dtype=np.float64, na_value=np.nan)
-    return y.to_numpy(dtype=object) if isinstance(y.dtype, pd.CategoricalDtype) else y.to_numpy()
+    dtypes = y.dtypes if isinstance(y, pd.DataFrame) else [y.dtype]
+    categorical = any(isinstance(dt, pd.CategoricalDtype) for dt in dtypes)
+    return y.to_numpy(dtype=object) if categorical else y.to_numpy()
 
 
 def _columns_of(y):
@@ -159,16 +161,32 @@ def _order_by_ids(labels, panel: RaggedPanel, what="y") -> np.ndarray:
     return pos
 
 
+def _per_row(y, panel: RaggedPanel) -> bool:
+    """Whether `y` has one entry per row of a long or MultiIndex X (and so
+    not one per series: with as many rows as series, the two coincide)."""
+    rows = panel.row_series
+    return rows is not None and rows.shape[0] != panel.n_series and np.shape(y)[:1] == rows.shape
+
+
 def _sequence_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
     n = panel.n_series
     columns = None
     if isinstance(y, (pd.Series, pd.DataFrame)):
         columns = _columns_of(y)
         vals = _pandas_values(y, numeric)
-        if panel.ids_are_labels:
+        if isinstance(y.index, pd.MultiIndex):
+            # (series, time) rows: one value per series, repeated on its rows.
+            codes, keys = pd.factorize(y.index.get_level_values(0))
+            vals = one_per_series(vals, codes, list(keys))
+            vals = vals[_order_by_ids(keys, panel)]
+        elif _per_row(y, panel):
+            vals = panel.rows_to_series(vals)
+        elif panel.ids_are_labels:
             vals = vals[_order_by_ids(y.index, panel)]
     else:
         vals = np.asarray(y)
+        if _per_row(vals, panel):
+            vals = panel.rows_to_series(vals)
     if vals.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D (n,) or 2-D (n, k) for sequence targets, got {vals.shape}")
     if vals.shape[0] != n:
