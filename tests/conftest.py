@@ -1,4 +1,4 @@
-"""Shared fixtures: PRNG keys, float64 scope, and a tree comparison helper."""
+"""Shared fixtures: PRNG keys, float64 scope, a float64 check and a tree comparison helper."""
 
 import itertools
 
@@ -22,14 +22,16 @@ def x64():
         yield
 
 
-def to_float64(tree):
-    """Cast every floating leaf of an Equinox module to float64 (inside x64)."""
-    return jax.tree.map(
-        lambda leaf: leaf.astype(jnp.float64)
-        if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.floating)
-        else leaf,
-        tree,
-    )
+def float64_module(tree):
+    """`tree` unchanged, after checking that every floating leaf is float64
+    (or complex128): modules built under x64 must be float64 end to end."""
+    dtypes = {
+        str(leaf.dtype)
+        for leaf in jax.tree.leaves(tree)
+        if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact)
+    }
+    assert dtypes <= {"float64", "complex128"}, f"not float64 end to end: {sorted(dtypes)}"
+    return tree
 
 
 def tree_allclose(x, y, *, rtol=1e-5, atol=1e-8):
