@@ -643,3 +643,10 @@ def test_empty_arrays_name_the_axes_in_sklearn_words():
     msg = r"\(12, 0\) is read as .*0 feature\(s\) \(shape=\(12, 0\)\) while a minimum of 1 is required"
     with pytest.raises(ValueError, match=msg):
         to_panel(np.empty((12, 0)))
+
+
+def test_a_series_without_id_is_the_series_not_series_none():
+    unsorted = pd.DataFrame({"x": [1.0, 2.0]}, index=[1.0, 0.0])
+    with pytest.raises(ValueError, match=r"^the series: times are not sorted") as error:
+        to_panel(pd.Series([unsorted], index=[None], dtype=object))
+    assert "None" not in str(error.value)

@@ -112,7 +112,7 @@ class RaggedPanel:
             t = _frozen_float(t)
             if v.ndim != 2 or v.shape[1] != d or t.shape != (v.shape[0],):
                 raise ValueError(
-                    f"series {sid!r}: values must have shape (L, {d}) and times (L,), "
+                    f"{_series(sid)}: values must have shape (L, {d}) and times (L,), "
                     f"got {v.shape} and {t.shape}"
                 )
             values.append(v)
@@ -251,6 +251,12 @@ def _describe(sid) -> str:
     return "" if sid is None else f"series {sid!r}: "
 
 
+def _series(sid) -> str:
+    """How messages name a series: `series 'a'`, or `the series` for an id
+    of None (a single series given without one)."""
+    return "the series" if sid is None else f"series {sid!r}"
+
+
 def _times_to_seconds(t, sid=None) -> tuple[np.ndarray, np.ndarray, TimeKind, str | None]:
     """Convert time stamps (pandas Index or numpy array, any shape) to float seconds.
 
@@ -333,7 +339,7 @@ def _check_times(sid, sec, exact, sort_hint=_SORT_FRAME):
     bad = ~np.isfinite(sec)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"series {sid!r}: time at position {k} is missing (NaT/NaN) or infinite")
+        raise ValueError(f"{_series(sid)}: time at position {k} is missing (NaT/NaN) or infinite")
     if sec.shape[0] < 2:
         return
     order = exact[1:] > exact[:-1]
@@ -341,19 +347,19 @@ def _check_times(sid, sec, exact, sort_hint=_SORT_FRAME):
     if same.any():
         k = int(np.flatnonzero(same)[0]) + 1
         raise ValueError(
-            f"series {sid!r}: duplicate time at positions {k - 1} and {k}; "
+            f"{_series(sid)}: duplicate time at positions {k - 1} and {k}; "
             "times must be strictly increasing"
         )
     if not order.all():
         k = int(np.flatnonzero(~order)[0]) + 1
         raise ValueError(
-            f"series {sid!r}: times are not sorted (position {k} comes before position {k - 1}); "
+            f"{_series(sid)}: times are not sorted (position {k} comes before position {k - 1}); "
             f"{sort_hint}"
         )
     if not (np.diff(sec) > 0).all():
         k = int(np.flatnonzero(np.diff(sec) <= 0)[0]) + 1
         raise ValueError(
-            f"series {sid!r}: times at positions {k - 1} and {k} are closer than float64 "
+            f"{_series(sid)}: times at positions {k - 1} and {k} are closer than float64 "
             "seconds can resolve"
         )
 
@@ -372,18 +378,18 @@ class _TimeKindTracker:
             return
         if kind != self.kind:
             raise TypeError(
-                f"series {sid!r} has {kind} times but series {self.first!r} has "
+                f"{_series(sid)} has {kind} times but {_series(self.first)} has "
                 f"{self.kind} times; all series must use one kind of time"
             )
         if tz != self.tz:
             if tz is None or self.tz is None:
                 raise ValueError(
-                    f"series {sid!r} has {'naive' if tz is None else 'tz-aware'} datetimes but "
-                    f"series {self.first!r} has {'naive' if self.tz is None else 'tz-aware'} ones; "
+                    f"{_series(sid)} has {'naive' if tz is None else 'tz-aware'} datetimes but "
+                    f"{_series(self.first)} has {'naive' if self.tz is None else 'tz-aware'} ones; "
                     "do not mix them"
                 )
             raise ValueError(
-                f"series {sid!r} has time zone {tz!r} but series {self.first!r} has {self.tz!r}; "
+                f"{_series(sid)} has time zone {tz!r} but {_series(self.first)} has {self.tz!r}; "
                 "convert all series to one time zone (e.g. .tz_convert)"
             )
 
@@ -420,7 +426,7 @@ def _complex_error(where: str, dtype) -> ValueError:
 
 def _check_feature_dtype(dtype, name, sid):
     if pd.api.types.is_complex_dtype(dtype):
-        where = f"column {name!r}: " if sid is None else f"series {sid!r}, column {name!r}: "
+        where = f"column {name!r}: " if sid is None else f"{_series(sid)}, column {name!r}: "
         raise _complex_error(where, dtype)
     ok = pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
     if not ok:
@@ -432,15 +438,15 @@ def _check_feature_dtype(dtype, name, sid):
 
 def _check_values(sid, values, columns):
     if values.shape[0] == 0:
-        raise ValueError(f"series {sid!r} is empty")
+        raise ValueError(f"{_series(sid)} is empty")
     inf = np.isinf(values)
     if inf.any():
         row, col = np.argwhere(inf)[0]
         raise ValueError(
-            f"series {sid!r}, column {columns[col]!r}: infinite value at position {row}"
+            f"{_series(sid)}, column {columns[col]!r}: infinite value at position {row}"
         )
     if np.isnan(values).all():
-        raise ValueError(f"series {sid!r}: every feature is NaN (no observed value)")
+        raise ValueError(f"{_series(sid)}: every feature is NaN (no observed value)")
 
 
 def _align_columns(sid, values, columns, reference, ref_sid):
@@ -453,7 +459,7 @@ def _align_columns(sid, values, columns, reference, ref_sid):
     missing = [c for c in reference if c not in columns]
     extra = [c for c in columns if c not in reference]
     raise ValueError(
-        f"series {sid!r} has columns {list(columns)} but series {ref_sid!r} has "
+        f"{_series(sid)} has columns {list(columns)} but {_series(ref_sid)} has "
         f"{list(reference)} (missing: {missing}, unexpected: {extra})"
     )
 
@@ -461,13 +467,13 @@ def _align_columns(sid, values, columns, reference, ref_sid):
 def _array_features(arr, sid, what="values") -> np.ndarray:
     arr = np.asarray(arr)
     if arr.dtype.kind == "c":
-        raise _complex_error(f"series {sid!r}: {what}: ", arr.dtype)
+        raise _complex_error(f"{_series(sid)}: {what}: ", arr.dtype)
     if arr.dtype.kind not in "biuf":
-        raise TypeError(f"series {sid!r}: {what} must be numeric, got dtype {arr.dtype}")
+        raise TypeError(f"{_series(sid)}: {what} must be numeric, got dtype {arr.dtype}")
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
-        raise ValueError(f"series {sid!r}: {what} must be 1-D or 2-D, got shape {arr.shape}")
+        raise ValueError(f"{_series(sid)}: {what} must be 1-D or 2-D, got shape {arr.shape}")
     return arr.astype(np.float64)
 
 
@@ -502,7 +508,7 @@ def _from_items(items, ids, times, ids_are_labels) -> RaggedPanel:
         if isinstance(item, (pd.DataFrame, pd.Series)):
             if times is not None:
                 raise ValueError(
-                    f"series {sid!r}: pass times as the index of the frame, not through times="
+                    f"{_series(sid)}: pass times as the index of the frame, not through times="
                 )
             if isinstance(item, pd.Series):
                 item = item.to_frame(name=0 if item.name is None else item.name)
@@ -516,7 +522,7 @@ def _from_items(items, ids, times, ids_are_labels) -> RaggedPanel:
             t = np.arange(values.shape[0]) if times is None else times[i]
             if np.ndim(t) != 1 or np.shape(t)[0] != values.shape[0]:
                 raise ValueError(
-                    f"series {sid!r}: times must have shape ({values.shape[0]},), "
+                    f"{_series(sid)}: times must have shape ({values.shape[0]},), "
                     f"got {np.shape(t)}"
                 )
             sec, exact, kind, tz = _times_to_seconds(t, sid)
