@@ -1,5 +1,6 @@
 """Shared fixtures: PRNG keys, float64 scope, a float64 check and a tree comparison helper."""
 
+import inspect
 import itertools
 
 import jax
@@ -40,3 +41,10 @@ def tree_allclose(x, y, *, rtol=1e-5, atol=1e-8):
     return tree_x == tree_y and all(
         np.allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol) for a, b in zip(leaves_x, leaves_y)
     )
+
+
+def unchecked(function):
+    """`function` without the run-time check of its jaxtyping annotations
+    that the test suite adds (`--jaxtyping-packages`): to test the function's
+    own validation, which is what users without that check meet."""
+    return inspect.unwrap(function)

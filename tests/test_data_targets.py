@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import unchecked
 from s5ts.data import to_panel, to_targets
 
 
@@ -209,7 +210,7 @@ def test_per_step_labels(positional):
 
 def test_bad_kind(positional):
     with pytest.raises(ValueError, match="kind must be"):
-        to_targets([1.0, 2.0, 3.0], positional, kind="global")
+        unchecked(to_targets)([1.0, 2.0, 3.0], positional, kind="global")
 
 
 # --------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """sktime panel adapters: optional import, faithful delegation on irregular
-panels, other mtypes, tuning, and sktime's own conformance suite (slow)."""
+panels, other mtypes, tuning, and sktime's own conformance suite."""
 
 import inspect
 import os
@@ -190,12 +190,30 @@ def test_tuning_with_sktime_grid_search(panel):
 
 
 # --------------------------------------------------------------------------
-# sktime's conformance suite (minutes each)
+# sktime's conformance suite (one to six minutes each; part of every run)
 
 
-@pytest.mark.slow
+@pytest.fixture
+def without_persistent_cache():
+    """JAX's persistent compilation cache off for one test, then on again.
+    sktime's checks compile hundreds of throwaway programs that a disk cache
+    cannot help; and once, writing one of them crashed the process (a
+    segfault inside XLA's executable serialisation, 2026-12-01)."""
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    enabled = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", enabled)
+        compilation_cache.reset_cache()
+
+
 @pytest.mark.parametrize("estimator", [S5TimeSeriesRegressor, S5TimeSeriesClassifier, S5Forecaster])
-def test_sktime_check_estimator(estimator):
+def test_sktime_check_estimator(estimator, without_persistent_cache):
     from sktime.utils.estimator_checks import check_estimator
 
     results = check_estimator(estimator, raise_exceptions=False, verbose=False)

@@ -175,7 +175,8 @@ class S5SSM(eqx.Module):
     ) -> tuple[Complex[Array, "*L P"], Complex[Array, "*L P"]]:
         """Λ̄ and the input weight for gaps of shape (L,) or ()."""
         lam = self.lam
-        step = jnp.exp(self.log_step) * gaps[..., None]
+        timescale = jnp.exp(self.log_step)
+        step = jnp.broadcast_to(timescale, gaps.shape + timescale.shape) * gaps[..., None]
         return make_discretisation(self.discretization)(lam, step.astype(lam.real.dtype))
 
     def _input(self, u: Float[Array, "*L H"]) -> Complex[Array, "*L P"]:
@@ -206,7 +207,7 @@ class S5SSM(eqx.Module):
         gaps = jnp.where(mask, gaps, 0.0)
         bu = self._input(u)
         states = self._run(gaps, mask, bu, state, reverse=False)
-        y = _project_out(self.C_re, self.C_im, states) + self.D * u
+        y = _project_out(self.C_re, self.C_im, states) + self.D[None, :] * u
         if self.bidirectional:
             back = self._run(backward_gaps(gaps, mask), mask, bu, None, reverse=True)
             y = y + _project_out(self.C_back_re, self.C_back_im, back)
