@@ -1,5 +1,6 @@
-"""Shared fixtures: PRNG keys, float64 scope, and a tree comparison helper."""
+"""Shared fixtures: PRNG keys, float64 scope, a float64 check and a tree comparison helper."""
 
+import inspect
 import itertools
 
 import jax
@@ -22,14 +23,16 @@ def x64():
         yield
 
 
-def to_float64(tree):
-    """Cast every floating leaf of an Equinox module to float64 (inside x64)."""
-    return jax.tree.map(
-        lambda leaf: leaf.astype(jnp.float64)
-        if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.floating)
-        else leaf,
-        tree,
-    )
+def float64_module(tree):
+    """`tree` unchanged, after checking that every floating leaf is float64
+    (or complex128): modules built under x64 must be float64 end to end."""
+    dtypes = {
+        str(leaf.dtype)
+        for leaf in jax.tree.leaves(tree)
+        if isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jnp.inexact)
+    }
+    assert dtypes <= {"float64", "complex128"}, f"not float64 end to end: {sorted(dtypes)}"
+    return tree
 
 
 def tree_allclose(x, y, *, rtol=1e-5, atol=1e-8):
@@ -38,3 +41,10 @@ def tree_allclose(x, y, *, rtol=1e-5, atol=1e-8):
     return tree_x == tree_y and all(
         np.allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol) for a, b in zip(leaves_x, leaves_y)
     )
+
+
+def unchecked(function):
+    """`function` without the run-time check of its jaxtyping annotations
+    that the test suite adds (`--jaxtyping-packages`): to test the function's
+    own validation, which is what users without that check meet."""
+    return inspect.unwrap(function)

@@ -77,3 +77,14 @@ def test_cru_is_its_own_final_class():
     # no S5 settings faked on it: it has only the parameters it takes
     assert not any(hasattr(model, name) for name in ("d_model", "n_layers", "time_handling", "ssm_learning_rate", "loss"))
     assert model.get_params()["learning_rate"] == 1e-3  # CRU's published setting, not S5's default
+
+
+def test_gap_beyond_the_matrix_exponential_range_raises_not_nan():
+    X, y, times = make_data()
+    model = CRURegressor(encoder="identity", max_epochs=1, batch_size=4, validation_fraction=0.0, random_state=0)
+    model.fit(X, y, times=times)
+    far = [t.copy() for t in times[:2]]
+    far[1][3:] += 1e9  # a gap of a billion median gaps before step 3 of series 1
+    assert all(np.isfinite(m).all() for m in model.predict(X[:2], times=times[:2]))
+    with pytest.raises(ValueError, match=r"series 1: the model's prediction is not finite from step 3 on; the gap before step 3 is 1e\+09 times the median gap"):
+        model.predict(X[:2], times=far)

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import unchecked
 from s5ts.data import to_panel, to_targets
 
 
@@ -209,4 +210,54 @@ def test_per_step_labels(positional):
 
 def test_bad_kind(positional):
     with pytest.raises(ValueError, match="kind must be"):
-        to_targets([1.0, 2.0, 3.0], positional, kind="global")
+        unchecked(to_targets)([1.0, 2.0, 3.0], positional, kind="global")
+
+
+# --------------------------------------------------------------------------
+# long and MultiIndex X: y per series (by id, or in order of first
+# appearance) or per row
+
+
+def _long():
+    return pd.DataFrame({
+        "patient": ["p1", "p2", "p1", "p1", "p2"],
+        "hours": [0.0, 0.0, 1.5, 4.0, 2.0],
+        "hr": [80.0, 95.0, 82.0, 79.0, 90.0],
+        "label": ["sick", "well", "sick", "sick", "well"],
+    })
+
+
+def test_long_frame_targets_by_id_in_order_or_per_row():
+    long = _long()
+    panel = to_panel(long.drop(columns="label"), id_col="patient", time_col="hours")
+    # in order of first appearance of the ids
+    assert to_targets(["sick", "well"], panel, numeric=False, kind="sequence").values.tolist() == ["sick", "well"]
+    # a Series indexed by id, in any order
+    by_id = pd.Series({"p2": 2.0, "p1": 1.0})
+    assert to_targets(by_id, panel).values.tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError, match=r"y has no entry for series \['p2'\] of X"):
+        to_targets(pd.Series({"p1": 1.0, "p3": 3.0}), panel)
+    with pytest.raises(ValueError, match=r"y has entries for series \['p3'\] that are not in X"):
+        to_targets(pd.Series({"p1": 1.0, "p2": 2.0, "p3": 3.0}), panel)
+    # one entry per row (a label column of the same query), as array or Series
+    assert to_targets(long["label"], panel, numeric=False, kind="sequence").values.tolist() == ["sick", "well"]
+    assert to_targets(long["label"].to_numpy(), panel, numeric=False).values.tolist() == ["sick", "well"]
+    with pytest.raises(ValueError, match=r"differs within series 'p2' \(rows 1 and 4"):
+        to_targets(np.array([1.0, 2.0, 1.0, 1.0, 3.0]), panel)
+
+
+def test_multiindex_y_per_row_for_sequence_targets():
+    long = _long()
+    mi = long.set_index(["patient", "hours"])
+    panel = to_panel(mi[["hr"]])
+    labels = to_targets(mi["label"].iloc[::-1], panel, numeric=False, kind="sequence")  # any row order
+    assert labels.values.tolist() == ["sick", "well"]
+    with pytest.raises(ValueError, match=r"differs within series 'p1'"):
+        to_targets(mi["hr"], panel, kind="sequence")
+
+
+def test_one_column_frame_of_labels():
+    panel = to_panel(_long().drop(columns="label"), id_col="patient", time_col="hours")
+    y = pd.DataFrame({"outcome": pd.Categorical(["sick", "well"])}, index=["p1", "p2"])
+    targets = to_targets(y, panel, numeric=False, kind="sequence")
+    assert targets.values.tolist() == [["sick"], ["well"]] and targets.columns == ("outcome",)

@@ -39,7 +39,8 @@ def test_complex_expm1_near_pi():
 
 
 def naive_zoh(lam, step):
-    z = lam * step
+    lam = jnp.broadcast_to(lam, step.shape)  # explicit: the tests run with strict promotion
+    z = lam * step.astype(lam.dtype)
     return jnp.exp(z), (jnp.exp(z) - 1.0) / lam
 
 

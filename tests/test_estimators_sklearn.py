@@ -34,15 +34,6 @@ EXPECTED_FAILURES = {
         "dropping a column of a 2-D array shortens every series by one step: valid input, "
         "not a change in the number of features"
     ),
-    "check_complex_data": "complex features raise TypeError (an unsupported dtype), not ValueError",
-    "check_dtype_object": (
-        "a 2-D object array is rejected with TypeError: object arrays are read as lists of "
-        "series, and values are never coerced to numbers"
-    ),
-    "check_estimators_empty_data_messages": (
-        "X of shape (n, 0) is n series without observations; the ValueError says so in "
-        "s5ts's words, not in sklearn's '0 feature(s)' wording"
-    ),
     "check_fit2d_predict1d": (
         "a 1-D X raises ValueError suggesting [x] for one series, not sklearn's 'Reshape "
         "your data' wording"

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from conftest import unchecked
 from s5ts.nn import S5SSM
 from s5ts.nn._discretisation import make_discretisation
 from s5ts.nn._irregular_scan import irregular_scan
@@ -16,7 +17,7 @@ from s5ts.nn._scan import linear_scan
 
 def unfused(lam, timescale, gaps, mask, bu, state, discretization, reverse):
     """The reference: (L, P) coefficients, then the custom-VJP linear scan."""
-    lam_bar, weight = make_discretisation(discretization)(lam, timescale * gaps[:, None])
+    lam_bar, weight = make_discretisation(discretization)(lam, timescale[None, :] * gaps[:, None])
     lam_bar = jnp.where(mask[:, None], lam_bar, 1.0)
     b = jnp.where(mask[:, None], weight * bu, 0.0)
     first = -1 if reverse else 0
@@ -147,4 +148,4 @@ def test_ssm_sequential_matches_associative(x64, bidirectional):
 
 def test_bad_shapes():
     with pytest.raises(ValueError, match="bu must have shape"):
-        irregular_scan(jnp.ones(3, jnp.complex64), jnp.ones(3), jnp.ones(4), jnp.ones(4, bool), jnp.ones((4, 2)))
+        unchecked(irregular_scan)(jnp.ones(3, jnp.complex64), jnp.ones(3), jnp.ones(4), jnp.ones(4, bool), jnp.ones((4, 2)))

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import to_float64
+from conftest import float64_module
 from s5ts.nn import (
     ACTIVATIONS,
     GaussianHead,
@@ -33,7 +33,7 @@ def make_network(getkey, *, pooling="none", bidirectional=False, n_extra=0, acti
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 @pytest.mark.parametrize("prenorm", [False, True])
 def test_step_mode_equals_sequence_mode(x64, getkey, activation, prenorm):
-    net = to_float64(make_network(getkey, activation=activation, prenorm=prenorm))
+    net = float64_module(make_network(getkey, activation=activation, prenorm=prenorm))
     rng = np.random.default_rng(0)
     u = jnp.asarray(rng.normal(size=(12, 3)))
     gaps = jnp.asarray(rng.exponential(1.0, 12))
@@ -46,7 +46,7 @@ def test_step_mode_equals_sequence_mode(x64, getkey, activation, prenorm):
 
 
 def test_chunked_run_equals_whole(x64, getkey):
-    net = to_float64(make_network(getkey))
+    net = float64_module(make_network(getkey))
     rng = np.random.default_rng(1)
     u = jnp.asarray(rng.normal(size=(20, 3)))
     gaps = jnp.asarray(rng.exponential(1.0, 20))
@@ -131,7 +131,7 @@ def _sigmoid(x):
 @pytest.mark.parametrize("name", ACTIVATIONS)
 def test_activations_match_their_formulas(x64, getkey, name):
     """Each activation against its definition in numpy (float64)."""
-    module = to_float64(make_activation(name, 5, key=getkey()))
+    module = float64_module(make_activation(name, 5, key=getkey()))
     x = np.random.default_rng(3).normal(size=5) * 2.0
     expected = {
         "gelu": lambda: _gelu(x),
@@ -140,3 +140,15 @@ def test_activations_match_their_formulas(x64, getkey, name):
         "half_glu2": lambda: x * _sigmoid(_dense(module.gate, _gelu(x))),
     }[name]()
     np.testing.assert_allclose(module(jnp.asarray(x)), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_network_built_under_x64_is_float64_end_to_end(x64, getkey):
+    from s5ts.nn import PendulumCNN, make_blocks, make_encoder
+
+    blocks = make_blocks(2, 8, 4, 2, activation="glu", key=getkey())
+    net = float64_module(SequenceNetwork(make_encoder("identity", 3, key=getkey()), blocks, GaussianHead(8, 2, 8, key=getkey()), key=getkey()))
+    float64_module(PendulumCNN(key=getkey()))
+    mean, var = net(jnp.ones((6, 3)), jnp.ones(6))
+    assert mean.dtype == var.dtype == jnp.float64
+    kept = eqx.filter(make_blocks(1, 8, 4, key=getkey(), dtype=jnp.float32), eqx.is_array)
+    assert {str(leaf.dtype) for leaf in jax.tree.leaves(kept)} == {"float32"}

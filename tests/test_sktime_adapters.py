@@ -1,5 +1,5 @@
 """sktime panel adapters: optional import, faithful delegation on irregular
-panels, other mtypes, tuning, and sktime's own conformance suite (slow)."""
+panels, other mtypes, tuning, and sktime's own conformance suite."""
 
 import inspect
 import os
@@ -190,15 +190,75 @@ def test_tuning_with_sktime_grid_search(panel):
 
 
 # --------------------------------------------------------------------------
-# sktime's conformance suite (minutes each)
+# sktime's conformance suite (one to six minutes each; part of every run)
 
 
-@pytest.mark.slow
+@pytest.fixture
+def without_persistent_cache():
+    """JAX's persistent compilation cache off for one test, then on again.
+    sktime's checks compile hundreds of throwaway programs that a disk cache
+    cannot help; and once, writing one of them crashed the process (a
+    segfault inside XLA's executable serialisation, 2026-12-01)."""
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    enabled = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", enabled)
+        compilation_cache.reset_cache()
+
+
 @pytest.mark.parametrize("estimator", [S5TimeSeriesRegressor, S5TimeSeriesClassifier, S5Forecaster])
-def test_sktime_check_estimator(estimator):
+def test_sktime_check_estimator(estimator, without_persistent_cache):
     from sktime.utils.estimator_checks import check_estimator
 
     results = check_estimator(estimator, raise_exceptions=False, verbose=False)
     failures = {name: str(outcome)[:500] for name, outcome in results.items() if outcome != "PASSED"}
     assert len(results) > 100
     assert not failures, failures
+
+
+# --------------------------------------------------------------------------
+# sktime's other time and array formats reach the model as they should
+
+
+def test_adapters_read_numpy3d_in_sktime_axis_order(panel):
+    X, y, _ = panel
+    rng = np.random.default_rng(0)
+    numpy3d = rng.normal(size=(12, 2, 9))  # sktime: (instance, variable, time)
+    regressor = S5TimeSeriesRegressor(**FAST).fit(numpy3d, y)
+    assert regressor.estimator_.n_features_in_ == 2
+    direct = S5Regressor(**FAST).fit(numpy3d.transpose(0, 2, 1), y)
+    np.testing.assert_allclose(regressor.predict(numpy3d), direct.predict(numpy3d.transpose(0, 2, 1)), rtol=1e-6)
+
+
+def test_adapters_take_period_times_as_their_start(panel):
+    X, y, labels = panel
+    days = [pd.period_range("2024-01-01", periods=len(f), freq="D") for _, f in X.groupby(level=0, sort=False)]
+    stamps = [p.to_timestamp(how="start") for p in days]
+
+    def reindexed(times):
+        parts = [f.set_axis(pd.MultiIndex.from_arrays([f.index.get_level_values(0), t], names=X.index.names))
+                 for (_, f), t in zip(X.groupby(level=0, sort=False), times)]
+        return pd.concat(parts)
+
+    periods, timestamps = reindexed(days), reindexed(stamps)
+    classifier = S5TimeSeriesClassifier(**FAST).fit(periods, labels)
+    direct = S5Classifier(**FAST).fit(timestamps, labels)
+    np.testing.assert_allclose(classifier.predict_proba(periods), direct.predict_proba(timestamps), rtol=1e-5, atol=1e-7)
+
+
+def test_adapters_refuse_tz_aware_after_naive(panel, regressor, classifier):
+    X, _, _ = panel
+    aware = X.set_axis(
+        pd.MultiIndex.from_arrays(
+            [X.index.get_level_values(0), X.index.get_level_values(1).tz_localize("UTC")], names=X.index.names
+        )
+    )
+    for adapter in (regressor, classifier):
+        with pytest.raises(ValueError, match="fitted on tz-naive datetimes, but X has tz-aware"):
+            adapter.predict(aware)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from jax.scipy.linalg import expm
 
-from conftest import to_float64
+from conftest import float64_module, unchecked
 from s5ts.nn import S5SSM, backward_gaps, block_diagonal_hippo, hippo_n
 
 
@@ -61,7 +61,7 @@ def random_inputs(rng, length, features, n_real=None):
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("scan", ["associative", "sequential"])
 def test_matches_naive_loop_float64(x64, getkey, discretization, bidirectional, scan):
-    ssm = to_float64(S5SSM(3, 6, 3, discretization, bidirectional, scan, key=getkey()))
+    ssm = float64_module(S5SSM(3, 6, 3, discretization, bidirectional, scan, key=getkey()))
     rng = np.random.default_rng(0)
     for length, n_real in [(1, 1), (9, 9), (17, 11)]:
         u, gaps, mask = random_inputs(rng, length, 3, n_real)
@@ -72,7 +72,7 @@ def test_matches_naive_loop_float64(x64, getkey, discretization, bidirectional, 
 
 
 def test_ragged_batch_with_vmap(x64, getkey):
-    ssm = to_float64(S5SSM(2, 4, 1, key=getkey()))
+    ssm = float64_module(S5SSM(2, 4, 1, key=getkey()))
     rng = np.random.default_rng(1)
     lengths = [5, 12, 1, 8]
     u = rng.normal(size=(4, 12, 2))
@@ -87,16 +87,16 @@ def test_ragged_batch_with_vmap(x64, getkey):
 
 def test_zoh_matches_dense_matrix_exponential(x64, getkey):
     """expm([[ΛΔ, ΔB̃], [0, 0]]) = [[Λ̄, diag(w)B̃], [0, I]] for every state."""
-    ssm = to_float64(S5SSM(3, 4, 2, key=getkey()))
-    B = ssm.B_re + 1j * ssm.B_im
+    ssm = float64_module(S5SSM(3, 4, 2, key=getkey()))
+    B = np.asarray(ssm.B_re) + 1j * np.asarray(ssm.B_im)
     for gap in [1e-4, 0.37, 3.0, 40.0]:
         lam_bar, weight = ssm.discretise(jnp.asarray(gap))
-        delta = jnp.exp(ssm.log_step) * gap
+        delta = np.exp(np.asarray(ssm.log_step)) * gap
         P, H = B.shape
-        dense = jnp.zeros((P + H, P + H), jnp.complex128)
-        dense = dense.at[:P, :P].set(jnp.diag(ssm.lam * delta))
-        dense = dense.at[:P, P:].set(delta[:, None] * B)
-        exp = expm(dense)
+        dense = np.zeros((P + H, P + H), np.complex128)  # the reference in numpy
+        dense[:P, :P] = np.diag(np.asarray(ssm.lam) * delta)
+        dense[:P, P:] = delta[:, None] * B
+        exp = expm(jnp.asarray(dense))
         np.testing.assert_allclose(jnp.diag(exp[:P, :P]), lam_bar, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(exp[:P, P:], weight[:, None] * B, rtol=1e-9, atol=1e-12)
 
@@ -128,7 +128,7 @@ def test_initial_parameters(getkey):
 
 @pytest.mark.parametrize("discretization", ["zoh", "bilinear"])
 def test_step_mode_equals_sequence_mode(x64, getkey, discretization):
-    ssm = to_float64(S5SSM(3, 4, 2, discretization, key=getkey()))
+    ssm = float64_module(S5SSM(3, 4, 2, discretization, key=getkey()))
     rng = np.random.default_rng(2)
     u, gaps, _ = random_inputs(rng, 15, 3)
     y_seq, x_seq = ssm(jnp.asarray(u), jnp.asarray(gaps))
@@ -140,7 +140,7 @@ def test_step_mode_equals_sequence_mode(x64, getkey, discretization):
 
 
 def test_chunked_equals_whole(x64, getkey):
-    ssm = to_float64(S5SSM(3, 4, 2, key=getkey()))
+    ssm = float64_module(S5SSM(3, 4, 2, key=getkey()))
     rng = np.random.default_rng(3)
     u, gaps, _ = random_inputs(rng, 30, 3)
     y_whole, x_whole = ssm(jnp.asarray(u), jnp.asarray(gaps))
@@ -210,9 +210,9 @@ def test_bad_construction_and_shapes(getkey):
         S5SSM(2, 2, 1, dt_min=0.5, dt_max=0.1, key=getkey())
     ssm = S5SSM(2, 2, 1, key=getkey())
     with pytest.raises(ValueError, match="shape"):
-        ssm(jnp.ones((3, 5)), jnp.ones(3))
+        unchecked(S5SSM.__call__)(ssm, jnp.ones((3, 5)), jnp.ones(3))
     with pytest.raises(ValueError, match="gaps"):
-        ssm(jnp.ones((3, 2)), jnp.ones(4))
+        unchecked(S5SSM.__call__)(ssm, jnp.ones((3, 2)), jnp.ones(4))
 
 
 def test_memory_is_linear_in_length(getkey):
@@ -233,3 +233,39 @@ def test_memory_is_linear_in_length(getkey):
     analysis = compiled.memory_analysis()
     lph_bytes = L * P * H * 8
     assert analysis.temp_size_in_bytes < lph_bytes / 4
+
+
+def test_dtype_follows_jax_default_or_the_argument(getkey):
+    """As `eqx.nn.Linear`: float32 by default, float64 under x64, or `dtype`;
+    every parameter, not some of them."""
+
+    def dtypes(module):
+        return {str(leaf.dtype) for leaf in jax.tree.leaves(module) if isinstance(leaf, jax.Array)}
+
+    assert dtypes(S5SSM(3, 4, 2, bidirectional=True, key=getkey())) == {"float32"}
+    with jax.enable_x64(True):
+        assert dtypes(S5SSM(3, 4, 2, bidirectional=True, key=getkey())) == {"float64"}
+        kept = S5SSM(3, 4, 2, key=getkey(), dtype=jnp.float32)
+        assert dtypes(kept) == {"float32"}
+        y, x_last = kept(jnp.ones((5, 3), jnp.float32), jnp.ones(5, jnp.float32))
+        assert y.dtype == jnp.float32 and x_last.dtype == jnp.complex64
+
+
+@pytest.mark.parametrize("discretization", ["zoh", "bilinear"])
+def test_float64_step_mode_equals_sequence_mode_to_1e12(x64, getkey, discretization):
+    """Built under x64 with no cast: float64 throughout, so step mode and
+    sequence mode agree to rounding (float32 parameters left them 1.6e-8 apart)."""
+    ssm = float64_module(S5SSM(3, 4, 2, discretization, scan="sequential", key=getkey()))
+    rng = np.random.default_rng(5)
+    u, gaps, mask = random_inputs(rng, 15, 3)
+    y_seq, x_seq = ssm(jnp.asarray(u), jnp.asarray(gaps))
+    assert y_seq.dtype == jnp.float64 and x_seq.dtype == jnp.complex128
+    state = ssm.init_state()
+    steps = []
+    for k in range(15):
+        state, y_k = ssm.step(state, jnp.asarray(u[k]), jnp.asarray(gaps[k]))
+        steps.append(y_k)
+    np.testing.assert_allclose(jnp.stack(steps), y_seq, rtol=1e-12, atol=1e-12)
+    y_ref, x_ref = naive_ssm(ssm, u, gaps, mask)
+    np.testing.assert_allclose(y_seq, y_ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(x_seq, x_ref, rtol=1e-10, atol=1e-12)

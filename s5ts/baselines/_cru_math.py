@@ -25,7 +25,8 @@ scatters them into the dense $(2m, 2m)$ matrix.
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp

@@ -55,6 +55,9 @@ _TRAINING_PARAMETERS = SharedParameters(
         "random_state",
         "verbose",
         "warm_start",
+        "id_col",
+        "time_col",
+        "layout",
     ),
     batch_size=50,
     learning_rate=1e-3,
@@ -77,7 +80,8 @@ class CRURegressor(RegressionTask, RegressorMixin, SequenceEstimator):
     `bandwidth`, `hidden_size`; training: `max_epochs`, `batch_size`,
     `learning_rate`, `weight_decay`, `warmup_epochs`, `grad_clip`,
     `validation_fraction`, `n_iter_no_change`, `tol`, `standardize`,
-    `first_gap`, `random_state`, `verbose`, `warm_start`; each checked in
+    `first_gap`, `random_state`, `verbose`, `warm_start`; how X is read:
+    `id_col`, `time_col`, `layout` (see `S5Regressor`); each checked in
     `fit` against `_parameter_constraints`.
 
     The S5-specific parameters of `S5Regressor` do not apply; the loss is
@@ -109,6 +113,18 @@ class CRURegressor(RegressionTask, RegressorMixin, SequenceEstimator):
     @property
     def _regression_loss(self) -> str:
         return "gaussian_nll"
+
+    def _nonfinite_reason(self, panel, i, step):
+        times = panel.times[i]
+        if step is None or step == 0:
+            return super()._nonfinite_reason(panel, i, step)
+        gap = (times[step] - times[step - 1]) / self.preprocessing_.time_scale
+        return (
+            f"the gap before step {step} is {gap:.4g} times the median gap seen in fit, and CRU's "
+            "prediction over a gap is NaN beyond the range of its matrix exponential "
+            "(||M dt||_1 > 1024, M the Van Loan matrix of the learnt dynamics); split the series "
+            "at that gap"
+        )
 
     def _build_network(self, n_inputs, per_step, target_state, key):
         if not per_step:

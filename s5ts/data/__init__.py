@@ -9,6 +9,7 @@ from ._batching import bucket_length as bucket_length
 from ._batching import plan_buckets as plan_buckets
 from ._batching import make_batches as make_batches
 from ._batching import pad_batch as pad_batch
+from ._panel import LAYOUTS as LAYOUTS
 from ._panel import RaggedPanel as RaggedPanel
 from ._panel import check_columns as check_columns
 from ._panel import frames_from_multiindex as frames_from_multiindex
@@ -20,6 +21,7 @@ from ._targets import Targets as Targets
 from ._targets import to_targets as to_targets
 
 __all__ = [
+    "LAYOUTS",
     "RaggedPanel",
     "Targets",
     "MERGE_BUDGET",

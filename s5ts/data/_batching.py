@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from numbers import Integral
+
 import numpy as np
 from jaxtyping import Bool, Int, Shaped
 
 
-def bucket_length(L: int, min_length: int = 8) -> int:
+def bucket_length(L: Integral, min_length: Integral = 8) -> int:
     """The padded length of a series of length `L`.
 
     The next power of two ≥ `L`, and at least `min_length`.
@@ -49,10 +51,10 @@ MERGE_BUDGET = 2**14
 
 
 def plan_buckets(
-    lengths: Int[np.ndarray, " n"] | Sequence[int],
+    lengths: Int[np.ndarray, " n"] | Sequence[Integral],
     *,
-    min_length: int = 8,
-    budget: int = MERGE_BUDGET,
+    min_length: Integral = 8,
+    budget: Integral = MERGE_BUDGET,
 ) -> np.ndarray:
     """The padded lengths a data set is batched at, sorted.
 
@@ -105,13 +107,13 @@ def assign_buckets(lengths, buckets) -> np.ndarray:
 
 
 def make_batches(
-    lengths: Int[np.ndarray, " n"] | Sequence[int],
-    batch_size: int,
+    lengths: Int[np.ndarray, " n"] | Sequence[Integral],
+    batch_size: Integral,
     *,
     shuffle: bool,
     rng: np.random.Generator | int | None = None,
-    min_length: int = 8,
-    buckets: Sequence[int] | None = None,
+    min_length: Integral = 8,
+    buckets: Int[np.ndarray, " m"] | Sequence[Integral] | None = None,
 ) -> list[np.ndarray]:
     """Split series indices into batches whose series share one bucket length.
 
@@ -161,7 +163,7 @@ def pad_batch(
     length: int,
     fill: float = 0.0,
     *,
-    batch_size: int | None = None,
+    batch_size: Integral | None = None,
 ) -> tuple[Shaped[np.ndarray, "B length ..."], Bool[np.ndarray, "B length"]]:
     """Right-pad arrays `(L_i, ...)` along their first axis into one batch.
 

@@ -8,10 +8,13 @@ Accepted inputs (see `docs/input-formats.md`):
 - a DataFrame (or Series) with a two-level `(series, time)` MultiIndex;
 - a long DataFrame with an id column and a time column (`id_col=`,
   `time_col=`);
-- a 3-D array `(n, L, d)` or 2-D array `(n, L)` (univariate), with optional
-  `times` `(n, L)` or `(L,)`; trailing NaN/NaT times mark padding, so a
-  padded array can hold ragged series.
+- a 3-D array `(n, L, d)` (or sktime's `(n, d, L)` with `layout="ndl"`) or
+  a 2-D array `(n, L)` (univariate), with optional `times` `(n, L)` or
+  `(L,)`; trailing NaN/NaT times mark padding, so a padded array can hold
+  ragged series (without `times`, trailing rows that are NaN in every
+  feature are padding).
 
+Period time stamps stand for their start time (`Period.start_time`).
 Datetime and timedelta times become float seconds, computed from the
 underlying integer representation in its own unit (pandas 3 often stores
 `datetime64[us]`, so the unit is never assumed). The integer and fractional
@@ -31,6 +34,10 @@ from jaxtyping import Float
 
 TimeKind = Literal["datetime", "timedelta", "numeric"]
 TIME_KINDS = ("datetime", "timedelta", "numeric")
+
+#: Axis orders of a 3-D array X: `"nld"` (series, time, feature), s5ts's
+#: own, and `"ndl"` (series, feature, time), sktime's `numpy3D`.
+LAYOUTS = ("nld", "ndl")
 
 _PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
 
@@ -55,6 +62,22 @@ class RaggedPanel:
       they are just positions `0..n-1`. Targets given as a pandas object
       are aligned by label only in the first case (after an sklearn split
       of a list, positions no longer match a target Series' labels).
+    - `id_name`, `time_name`: the input's names for the series level / id
+      column and the time level / column / index (None: unnamed); pandas
+      output (`to_multiindex`, `panel_to_frames`, `series_index`,
+      `step_index`) uses them, or `"series"` / `"time"`.
+    - `default_times`: True when the input carried no times and `to_panel`
+      numbered the steps `0, 1, ...` (an array or list of arrays without
+      `times=`, a long frame without `time_col`).
+    - `row_series`: for row-wise input (a long or MultiIndex frame), the
+      series position of each input row, int64 `(n_rows,)`; else None.
+      `rows_to_series` uses it to read per-row targets or weights.
+
+    A panel is indexable like a 1-D sequence of series: `len(panel)`,
+    `panel.shape == (n,)`, and `panel[key]` with an int, a slice, or an
+    integer or boolean array gives the panel of those series (so
+    scikit-learn's splitters, `train_test_split` and `cross_val_score`
+    accept it as X).
 
     Build one with `to_panel`; the constructor checks only shapes.
     """
@@ -66,6 +89,10 @@ class RaggedPanel:
     time_kind: TimeKind = "numeric"
     tz: str | None = None
     ids_are_labels: bool = False
+    id_name: Any = None
+    time_name: Any = None
+    default_times: bool = False
+    row_series: np.ndarray | None = None
 
     def __post_init__(self):
         n = len(self.ids)
@@ -85,7 +112,7 @@ class RaggedPanel:
             t = _frozen_float(t)
             if v.ndim != 2 or v.shape[1] != d or t.shape != (v.shape[0],):
                 raise ValueError(
-                    f"series {sid!r}: values must have shape (L, {d}) and times (L,), "
+                    f"{_series(sid)}: values must have shape (L, {d}) and times (L,), "
                     f"got {v.shape} and {t.shape}"
                 )
             values.append(v)
@@ -94,6 +121,12 @@ class RaggedPanel:
         object.__setattr__(self, "values", tuple(values))
         object.__setattr__(self, "times", tuple(times))
         object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
+        if self.row_series is not None:
+            rows = np.asarray(self.row_series, dtype=np.int64)
+            if rows.ndim != 1 or int(np.bincount(rows, minlength=n).sum()) != int(self.lengths.sum()):
+                raise ValueError("row_series must give one series position per observation")
+            rows.setflags(write=False)
+            object.__setattr__(self, "row_series", rows)
 
     @property
     def n_series(self) -> int:
@@ -111,13 +144,58 @@ class RaggedPanel:
     def __len__(self) -> int:
         return len(self.ids)
 
+    @property
+    def shape(self) -> tuple[int]:
+        """`(n_series,)`: what scikit-learn's `_num_samples` and `_safe_indexing` read."""
+        return (self.n_series,)
+
+    def __getitem__(self, key) -> RaggedPanel:
+        """The panel of the series selected by `key`: an int, a slice, an
+        integer or boolean array-like (scikit-learn's array indexing passes
+        `(key, Ellipsis)`, accepted too)."""
+        if isinstance(key, tuple):
+            if len(key) != 2 or key[1] is not Ellipsis:
+                raise IndexError(f"a RaggedPanel has one axis (series); got the index {key!r}")
+            key = key[0]
+        if isinstance(key, (str, bytes)):
+            raise IndexError(f"index a RaggedPanel by position, not by {key!r}")
+        try:
+            positions = np.arange(self.n_series)[key]
+        except IndexError as error:
+            raise IndexError(f"RaggedPanel of {self.n_series} series: {error}") from None
+        return self.subset(np.atleast_1d(positions))
+
     def time_index(self, i: int) -> pd.Index:
-        """The times of series `i` as a pandas Index of the input's kind.
+        """The times of series `i` as a pandas Index of the input's kind,
+        named as in the input (else `"time"`).
 
         Datetimes and timedeltas come back at microsecond resolution (float64
         seconds since the epoch resolve about 0.25 µs today).
         """
-        return _seconds_to_index(self.times[i], self.time_kind, self.tz)
+        return _seconds_to_index(self.times[i], self.time_kind, self.tz, self._time_label)
+
+    @property
+    def _id_label(self):
+        return "series" if self.id_name is None else self.id_name
+
+    @property
+    def _time_label(self):
+        return "time" if self.time_name is None else self.time_name
+
+    def series_index(self) -> pd.Index:
+        """The series ids as a pandas Index (named as in the input, else `"series"`)."""
+        return pd.Index(list(self.ids), name=self._id_label, tupleize_cols=False)
+
+    def step_index(self) -> pd.MultiIndex:
+        """A `(series, time)` MultiIndex with one entry per observation, in panel order."""
+        if self.n_series == 0:
+            raise ValueError("the panel has no series")
+        times = [self.time_index(i) for i in range(self.n_series)]
+        positions = np.repeat(np.arange(self.n_series), self.lengths)
+        return pd.MultiIndex.from_arrays(
+            [self.series_index()[positions], times[0].append(times[1:])],
+            names=[self._id_label, self._time_label],
+        )
 
     def subset(self, indices) -> RaggedPanel:
         """The panel restricted to the series at positions `indices` (in that order)."""
@@ -127,14 +205,29 @@ class RaggedPanel:
             ids=tuple(self.ids[i] for i in idx),
             values=tuple(self.values[i] for i in idx),
             times=tuple(self.times[i] for i in idx),
+            row_series=None,  # the input's rows no longer describe the subset
         )
+
+    def rows_to_series(self, values, what: str = "y") -> np.ndarray:
+        """One entry per series from one entry per input row (a long or
+        MultiIndex frame): each series' rows must agree (`one_per_series`).
+
+        **Arguments:** `values`, array-like with first axis `n_rows`; `what`,
+        its name in messages.
+
+        **Returns:** the values of each series' first row, first axis `n`.
+        """
+        if self.row_series is None:
+            raise ValueError(f"{what} per row needs X as a long or MultiIndex frame")
+        n_rows = self.row_series.shape[0]
+        if np.shape(values)[:1] != (n_rows,):
+            raise ValueError(f"{what} has {np.shape(values)[:1]} entries; X has {n_rows} rows")
+        return one_per_series(values, self.row_series, self.ids, what)
 
     def to_multiindex(self) -> pd.DataFrame:
         """A DataFrame with a `(series, time)` MultiIndex; the inverse of `to_panel`."""
-        if self.n_series == 0:
-            raise ValueError("the panel has no series")
-        frames = panel_to_frames(self)
-        return pd.concat(frames, keys=list(self.ids), names=["series", "time"])
+        values = np.concatenate(self.values, axis=0) if self.n_series else None
+        return pd.DataFrame(values, index=self.step_index(), columns=list(self.columns))
 
 
 def _frozen_float(a) -> np.ndarray:
@@ -158,6 +251,12 @@ def _describe(sid) -> str:
     return "" if sid is None else f"series {sid!r}: "
 
 
+def _series(sid) -> str:
+    """How messages name a series: `series 'a'`, or `the series` for an id
+    of None (a single series given without one)."""
+    return "the series" if sid is None else f"series {sid!r}"
+
+
 def _times_to_seconds(t, sid=None) -> tuple[np.ndarray, np.ndarray, TimeKind, str | None]:
     """Convert time stamps (pandas Index or numpy array, any shape) to float seconds.
 
@@ -170,10 +269,9 @@ def _times_to_seconds(t, sid=None) -> tuple[np.ndarray, np.ndarray, TimeKind, st
     shape = np.shape(t)
     if isinstance(t, pd.MultiIndex):
         raise TypeError(f"{_describe(sid)}times must be one level, got a MultiIndex")
-    if isinstance(t, pd.PeriodIndex) or isinstance(getattr(t, "dtype", None), pd.PeriodDtype):
-        raise TypeError(
-            f"{_describe(sid)}period times are not supported; convert them with .to_timestamp()"
-        )
+    if isinstance(getattr(t, "dtype", None), pd.PeriodDtype):
+        # A period stands for its start (pandas' `Period.start_time`).
+        t = pd.PeriodIndex(t).to_timestamp(how="start")
     if isinstance(t, (pd.Index, pd.Series)):
         dtype = t.dtype
     else:
@@ -218,26 +316,30 @@ def _ticks_to_seconds(ticks, unit, nat, shape):
     return sec.reshape(shape), ticks.reshape(shape)
 
 
-def _seconds_to_index(sec, kind, tz) -> pd.Index:
+def _seconds_to_index(sec, kind, tz, name="time") -> pd.Index:
     sec = np.asarray(sec, dtype=np.float64)
     if kind == "numeric":
-        return pd.Index(sec, name="time")
+        return pd.Index(sec, name=name)
     whole = np.floor(sec)
     us = whole.astype(np.int64) * 10**6 + np.round((sec - whole) * 1e6).astype(np.int64)
     if kind == "timedelta":
-        return pd.TimedeltaIndex(us.astype("timedelta64[us]"), name="time")
-    idx = pd.DatetimeIndex(us.astype("datetime64[us]"), name="time")
+        return pd.TimedeltaIndex(us.astype("timedelta64[us]"), name=name)
+    idx = pd.DatetimeIndex(us.astype("datetime64[us]"), name=name)
     if tz is not None:
         idx = idx.tz_localize("UTC").tz_convert(tz)
     return idx
 
 
-def _check_times(sid, sec, exact):
-    """Finite, strictly increasing; messages name the series and position."""
+_SORT_FRAME = "sort the series by time first (e.g. .sort_index())"
+
+
+def _check_times(sid, sec, exact, sort_hint=_SORT_FRAME):
+    """Finite, strictly increasing; messages name the series and position
+    (and, for unsorted times, how to sort this kind of input)."""
     bad = ~np.isfinite(sec)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"series {sid!r}: time at position {k} is missing (NaT/NaN) or infinite")
+        raise ValueError(f"{_series(sid)}: time at position {k} is missing (NaT/NaN) or infinite")
     if sec.shape[0] < 2:
         return
     order = exact[1:] > exact[:-1]
@@ -245,19 +347,19 @@ def _check_times(sid, sec, exact):
     if same.any():
         k = int(np.flatnonzero(same)[0]) + 1
         raise ValueError(
-            f"series {sid!r}: duplicate time at positions {k - 1} and {k}; "
+            f"{_series(sid)}: duplicate time at positions {k - 1} and {k}; "
             "times must be strictly increasing"
         )
     if not order.all():
         k = int(np.flatnonzero(~order)[0]) + 1
         raise ValueError(
-            f"series {sid!r}: times are not sorted (position {k} comes before position {k - 1}); "
-            "sort the series by time first (e.g. .sort_index())"
+            f"{_series(sid)}: times are not sorted (position {k} comes before position {k - 1}); "
+            f"{sort_hint}"
         )
     if not (np.diff(sec) > 0).all():
         k = int(np.flatnonzero(np.diff(sec) <= 0)[0]) + 1
         raise ValueError(
-            f"series {sid!r}: times at positions {k - 1} and {k} are closer than float64 "
+            f"{_series(sid)}: times at positions {k - 1} and {k} are closer than float64 "
             "seconds can resolve"
         )
 
@@ -276,18 +378,18 @@ class _TimeKindTracker:
             return
         if kind != self.kind:
             raise TypeError(
-                f"series {sid!r} has {kind} times but series {self.first!r} has "
+                f"{_series(sid)} has {kind} times but {_series(self.first)} has "
                 f"{self.kind} times; all series must use one kind of time"
             )
         if tz != self.tz:
             if tz is None or self.tz is None:
                 raise ValueError(
-                    f"series {sid!r} has {'naive' if tz is None else 'tz-aware'} datetimes but "
-                    f"series {self.first!r} has {'naive' if self.tz is None else 'tz-aware'} ones; "
+                    f"{_series(sid)} has {'naive' if tz is None else 'tz-aware'} datetimes but "
+                    f"{_series(self.first)} has {'naive' if self.tz is None else 'tz-aware'} ones; "
                     "do not mix them"
                 )
             raise ValueError(
-                f"series {sid!r} has time zone {tz!r} but series {self.first!r} has {self.tz!r}; "
+                f"{_series(sid)} has time zone {tz!r} but {_series(self.first)} has {self.tz!r}; "
                 "convert all series to one time zone (e.g. .tz_convert)"
             )
 
@@ -317,10 +419,16 @@ def _check_unique_columns(columns, sid):
         seen.add(c)
 
 
+def _complex_error(where: str, dtype) -> ValueError:
+    """scikit-learn's wording ("Complex data not supported"), in s5ts's terms."""
+    return ValueError(f"{where}Complex data not supported (dtype {dtype}); features must be real numbers")
+
+
 def _check_feature_dtype(dtype, name, sid):
-    ok = (
-        pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
-    ) and not pd.api.types.is_complex_dtype(dtype)
+    if pd.api.types.is_complex_dtype(dtype):
+        where = f"column {name!r}: " if sid is None else f"{_series(sid)}, column {name!r}: "
+        raise _complex_error(where, dtype)
+    ok = pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
     if not ok:
         raise TypeError(
             f"{_describe(sid)}column {name!r} has non-numeric dtype {dtype}; features must be "
@@ -330,15 +438,15 @@ def _check_feature_dtype(dtype, name, sid):
 
 def _check_values(sid, values, columns):
     if values.shape[0] == 0:
-        raise ValueError(f"series {sid!r} is empty")
+        raise ValueError(f"{_series(sid)} is empty")
     inf = np.isinf(values)
     if inf.any():
         row, col = np.argwhere(inf)[0]
         raise ValueError(
-            f"series {sid!r}, column {columns[col]!r}: infinite value at position {row}"
+            f"{_series(sid)}, column {columns[col]!r}: infinite value at position {row}"
         )
     if np.isnan(values).all():
-        raise ValueError(f"series {sid!r}: every feature is NaN (no observed value)")
+        raise ValueError(f"{_series(sid)}: every feature is NaN (no observed value)")
 
 
 def _align_columns(sid, values, columns, reference, ref_sid):
@@ -351,19 +459,21 @@ def _align_columns(sid, values, columns, reference, ref_sid):
     missing = [c for c in reference if c not in columns]
     extra = [c for c in columns if c not in reference]
     raise ValueError(
-        f"series {sid!r} has columns {list(columns)} but series {ref_sid!r} has "
+        f"{_series(sid)} has columns {list(columns)} but {_series(ref_sid)} has "
         f"{list(reference)} (missing: {missing}, unexpected: {extra})"
     )
 
 
 def _array_features(arr, sid, what="values") -> np.ndarray:
     arr = np.asarray(arr)
+    if arr.dtype.kind == "c":
+        raise _complex_error(f"{_series(sid)}: {what}: ", arr.dtype)
     if arr.dtype.kind not in "biuf":
-        raise TypeError(f"series {sid!r}: {what} must be numeric, got dtype {arr.dtype}")
+        raise TypeError(f"{_series(sid)}: {what} must be numeric, got dtype {arr.dtype}")
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
-        raise ValueError(f"series {sid!r}: {what} must be 1-D or 2-D, got shape {arr.shape}")
+        raise ValueError(f"{_series(sid)}: {what} must be 1-D or 2-D, got shape {arr.shape}")
     return arr.astype(np.float64)
 
 
@@ -371,7 +481,8 @@ def _array_features(arr, sid, what="values") -> np.ndarray:
 # builders
 
 
-def _finish(ids, values, times, columns, tracker, ids_are_labels) -> RaggedPanel:
+def _finish(ids, values, times, columns, tracker, ids_are_labels, **provenance) -> RaggedPanel:
+    """The panel; `provenance`: `id_name`, `time_name`, `default_times`, `row_series`."""
     return RaggedPanel(
         ids=tuple(ids),
         values=tuple(values),
@@ -380,6 +491,7 @@ def _finish(ids, values, times, columns, tracker, ids_are_labels) -> RaggedPanel
         time_kind=tracker.kind or "numeric",
         tz=tracker.tz,
         ids_are_labels=ids_are_labels,
+        **provenance,
     )
 
 
@@ -391,23 +503,26 @@ def _from_items(items, ids, times, ids_are_labels) -> RaggedPanel:
     tracker = _TimeKindTracker()
     out_v, out_t = [], []
     reference = ref_sid = None
+    time_names, default_times = set(), False
     for i, (sid, item) in enumerate(zip(ids, items)):
         if isinstance(item, (pd.DataFrame, pd.Series)):
             if times is not None:
                 raise ValueError(
-                    f"series {sid!r}: pass times as the index of the frame, not through times="
+                    f"{_series(sid)}: pass times as the index of the frame, not through times="
                 )
             if isinstance(item, pd.Series):
                 item = item.to_frame(name=0 if item.name is None else item.name)
             values, columns = _frame_features(item, sid)
             sec, exact, kind, tz = _times_to_seconds(item.index, sid)
+            time_names.add(item.index.name)
         else:
             values = _array_features(item, sid)
             columns = tuple(str(j) for j in range(values.shape[1]))
+            default_times = default_times or times is None
             t = np.arange(values.shape[0]) if times is None else times[i]
             if np.ndim(t) != 1 or np.shape(t)[0] != values.shape[0]:
                 raise ValueError(
-                    f"series {sid!r}: times must have shape ({values.shape[0]},), "
+                    f"{_series(sid)}: times must have shape ({values.shape[0]},), "
                     f"got {np.shape(t)}"
                 )
             sec, exact, kind, tz = _times_to_seconds(t, sid)
@@ -419,10 +534,13 @@ def _from_items(items, ids, times, ids_are_labels) -> RaggedPanel:
         values = _align_columns(sid, values, columns, reference, ref_sid)
         out_v.append(values)
         out_t.append(sec)
-    return _finish(ids, out_v, out_t, reference, tracker, ids_are_labels)
+    time_name = time_names.pop() if len(time_names) == 1 else None  # one name, or none
+    return _finish(
+        ids, out_v, out_t, reference, tracker, ids_are_labels, time_name=time_name, default_times=default_times
+    )
 
 
-def _from_grouped(id_values, time_values, features: pd.DataFrame) -> RaggedPanel:
+def _from_grouped(id_values, time_values, features: pd.DataFrame, *, id_name, time_name, sort_hint) -> RaggedPanel:
     """Rows belong to series `id_values` (in order of first appearance)."""
     if len(features) == 0:
         raise ValueError("X holds no rows")
@@ -448,48 +566,93 @@ def _from_grouped(id_values, time_values, features: pd.DataFrame) -> RaggedPanel
         else:
             sec, exact = sec_all[rows], exact_all[rows]
         _check_values(sid, v, columns)
-        _check_times(sid, sec, exact)
+        _check_times(sid, sec, exact, sort_hint)
         out_v.append(v)
         out_t.append(sec)
-    return _finish(ids, out_v, out_t, columns, tracker, True)
+    return _finish(
+        ids, out_v, out_t, columns, tracker, True,
+        id_name=id_name, time_name=time_name, default_times=time_values is None, row_series=codes,
+    )
 
 
-def _from_array(X: np.ndarray, times) -> RaggedPanel:
+_AXES = "(n series, L time steps, d features)"
+
+
+def _as_float_array(X: np.ndarray) -> np.ndarray:
+    """A numeric, bool or object array as float64 (object entries converted
+    as scikit-learn's `check_array` does); complex and other dtypes raise."""
+    if X.dtype.kind == "c":
+        raise _complex_error("array X: ", X.dtype)
+    if X.dtype == object:
+        try:
+            return X.astype(np.float64)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"array X of dtype object holds an entry that is not a number: {error}") from None
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"array X must be numeric or bool, got dtype {X.dtype}")
+    return X.astype(np.float64)
+
+
+def _from_array(X: np.ndarray, times, layout="nld") -> RaggedPanel:
+    given = X.shape
     if X.ndim == 2:
         X = X[:, :, None]
+    elif layout == "ndl":
+        X = X.transpose(0, 2, 1)
     n, L, d = X.shape
-    if n == 0 or L == 0:
-        raise ValueError(f"X has shape {X.shape}: no series or no time steps")
+    read_as = f"X of shape {given} is read as {_AXES} = {(n, L, d)}"
+    if n == 0:
+        raise ValueError(
+            f"{read_as}: no series (found array with 0 sample(s) (shape={given}) while a minimum of 1 is required)"
+        )
+    if L == 0 or d == 0:
+        raise ValueError(
+            f"{read_as}: series without observations (found array with 0 feature(s) (shape={given}) "
+            "while a minimum of 1 is required)"
+        )
     columns = tuple(str(j) for j in range(d))
-    if not (X.dtype.kind in "biuf"):
-        raise TypeError(f"array X must be numeric or bool, got dtype {X.dtype}")
-    X = X.astype(np.float64)
+    X = _as_float_array(X)
     if times is None:
         t = np.broadcast_to(np.arange(L), (n, L))
+        # Without times, rows NaN in every feature at the end of a series are
+        # padding (a padded array of ragged series), not observations.
+        observed_rows = ~np.isnan(X).all(axis=2)
+        lengths = np.where(observed_rows.any(axis=1), L - np.argmax(observed_rows[:, ::-1], axis=1), 0)
     else:
         t = np.asarray(times)
         if t.shape == (L,):
             t = np.broadcast_to(t, (n, L))
         if t.shape != (n, L):
-            raise ValueError(f"times must have shape ({n}, {L}) or ({L},), got {t.shape}")
+            hint = ""
+            if len(given) == 3:
+                other, time_axis = ("ndl", 2) if layout == "nld" else ("nld", 1)
+                if t.shape[-1] == given[time_axis] != L:
+                    hint = f"; times matches X's axis {time_axis}: for that axis order pass layout={other!r}"
+            raise ValueError(f"times must have shape ({n}, {L}) or ({L},), got {t.shape}: {read_as}{hint}")
+        lengths = None
     sec, exact, kind, tz = _times_to_seconds(t)
     tracker = _TimeKindTracker()
     tracker.update(0, kind, tz)
     out_v, out_t = [], []
     for i in range(n):
-        missing = np.isnan(sec[i])
-        L_i = int(np.argmax(missing)) if missing.any() else L
-        if missing[L_i:].size and not missing[L_i:].all():
-            k = L_i + int(np.argmin(missing[L_i:]))
-            raise ValueError(
-                f"series {i!r}: time at position {L_i} is NaN/NaT but position {k} has a time; "
-                "only trailing NaN/NaT times (padding) are allowed"
-            )
+        if lengths is not None:
+            L_i = int(lengths[i])
+            if L_i == 0:
+                raise ValueError(f"series {i!r}: every feature is NaN (no observed value)")
+        else:
+            missing = np.isnan(sec[i])
+            L_i = int(np.argmax(missing)) if missing.any() else L
+            if missing[L_i:].size and not missing[L_i:].all():
+                k = L_i + int(np.argmin(missing[L_i:]))
+                raise ValueError(
+                    f"series {i!r}: time at position {L_i} is NaN/NaT but position {k} has a time; "
+                    "only trailing NaN/NaT times (padding) are allowed"
+                )
         _check_values(i, X[i, :L_i], columns)
         _check_times(i, sec[i, :L_i], exact[i, :L_i])
         out_v.append(X[i, :L_i])
         out_t.append(sec[i, :L_i])
-    return _finish(range(n), out_v, out_t, columns, tracker, False)
+    return _finish(range(n), out_v, out_t, columns, tracker, False, default_times=times is None)
 
 
 def to_panel(
@@ -498,6 +661,7 @@ def to_panel(
     times=None,
     id_col: Any = None,
     time_col: Any = None,
+    layout: str = "nld",
 ) -> RaggedPanel:
     """Validate time-series input and convert it to a `RaggedPanel`.
 
@@ -513,13 +677,20 @@ def to_panel(
         - a long DataFrame with `id_col` (and optionally `time_col`; without
           it the rows of each series are taken as times `0, 1, ...`); the
           other columns are features;
-        - a 3-D array `(n, L, d)` or a 2-D array `(n, L)` (univariate);
+        - a 3-D array `(n, L, d)` (`layout="nld"`) or `(n, d, L)`
+          (`layout="ndl"`, sktime's numpy3D), or a 2-D array `(n, L)`
+          (univariate); object arrays are converted to float64, as
+          scikit-learn's `check_array` does;
         - a `RaggedPanel` (returned unchanged).
     - `times`: only for array input: `(n, L)` or `(L,)` time stamps
       (numeric, `datetime64` or `timedelta64`; default `0..L-1`). Trailing
       NaN/NaT entries mark padding, so a padded array holds ragged series.
-      For a list of arrays, a list of `(L_i,)` time arrays.
+      For a list of arrays, a list of `(L_i,)` time arrays. Without
+      `times`, an array's trailing rows that are NaN in every feature are
+      padding.
     - `id_col`, `time_col`: column names for long-format input.
+    - `layout`: the axis order of a 3-D array, `"nld"` (series, time,
+      feature) or `"ndl"` (series, feature, time).
 
     **Returns:** a `RaggedPanel`.
 
@@ -535,6 +706,8 @@ def to_panel(
     >>> to_panel([a, b]).lengths
     array([2, 3])
     """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     if isinstance(X, RaggedPanel):
         if times is not None or id_col is not None or time_col is not None:
             raise ValueError("times/id_col/time_col do not apply to a RaggedPanel")
@@ -553,7 +726,8 @@ def to_panel(
             return _from_multiindex(X)
         raise TypeError(
             "a DataFrame must have a (series, time) MultiIndex or be in long format with "
-            "id_col= (and time_col=); for one series pass [df]"
+            "id_col= (and time_col=; for the estimators, their id_col and time_col "
+            "parameters); for one series pass [df]"
         )
     if isinstance(X, pd.Series):
         if isinstance(X.index, pd.MultiIndex):
@@ -568,17 +742,15 @@ def to_panel(
             "a pandas Series must have a (series, time) MultiIndex or hold one DataFrame per "
             "series; for one univariate series pass [s]"
         )
-    if isinstance(X, np.ndarray) and X.dtype != object:
+    if isinstance(X, np.ndarray) and (X.dtype != object or X.ndim > 1):
         if X.ndim not in (2, 3):
             raise ValueError(
                 f"array X must be 2-D (n, L) or 3-D (n, L, d), got shape {X.shape}; "
                 "for one series pass [x]"
             )
-        return _from_array(X, times)
+        return _from_array(X, times, layout)
     if isinstance(X, np.ndarray):
-        if X.ndim != 1:
-            raise TypeError(f"an object array X must be 1-D (one entry per series), got {X.shape}")
-        X = list(X)
+        X = list(X)  # a 1-D object array holds one series per entry
     if isinstance(X, (list, tuple)):
         return _from_items(list(X), list(range(len(X))), times, False)
     raise TypeError(
@@ -592,7 +764,12 @@ def _from_multiindex(df: pd.DataFrame) -> RaggedPanel:
         raise ValueError(
             f"the MultiIndex must have 2 levels (series, time), got {df.index.nlevels}"
         )
-    return _from_grouped(df.index.get_level_values(0), df.index.get_level_values(1), df)
+    names = df.index.names
+    return _from_grouped(
+        df.index.get_level_values(0), df.index.get_level_values(1), df,
+        id_name=names[0], time_name=names[1],
+        sort_hint="sort the rows first: X.sort_index() (sorts by series, then time)",
+    )
 
 
 def _from_long(df: pd.DataFrame, id_col, time_col) -> RaggedPanel:
@@ -604,7 +781,42 @@ def _from_long(df: pd.DataFrame, id_col, time_col) -> RaggedPanel:
     drop = [id_col] + ([] if time_col is None else [time_col])
     features = df.drop(columns=drop)
     times = None if time_col is None else pd.Index(df[time_col])
-    return _from_grouped(pd.Index(df[id_col]), times, features)
+    return _from_grouped(
+        pd.Index(df[id_col]), times, features,
+        id_name=id_col, time_name=time_col,
+        sort_hint=f"sort the rows first: X.sort_values([{id_col!r}, {time_col!r}])",
+    )
+
+
+def one_per_series(values, codes, ids, what: str = "y") -> np.ndarray:
+    """Collapse per-row `values` to one entry per series.
+
+    **Arguments:** `values`, array-like `(n_rows, ...)`; `codes`, int
+    `(n_rows,)`, each row's series position in `ids` (every position
+    present); `ids`, the series ids (for messages); `what`, the values'
+    name in messages.
+
+    **Returns:** each series' value (its first row's), first axis `len(ids)`.
+
+    **Raises:** `ValueError` naming the series whose rows differ (NaN equals
+    NaN).
+    """
+    values = np.asarray(values)
+    codes = np.asarray(codes)
+    _, first = np.unique(codes, return_index=True)
+    per_series = values[first]
+    repeated = per_series[codes]
+    both_missing = np.asarray(pd.isna(values), dtype=bool) & np.asarray(pd.isna(repeated), dtype=bool)
+    same = (np.asarray(values == repeated, dtype=bool) | both_missing).reshape(len(codes), -1).all(axis=1)
+    if not same.all():
+        row = int(np.flatnonzero(~same)[0])
+        series = int(codes[row])
+        raise ValueError(
+            f"{what} has one entry per row of X, but it differs within series {ids[series]!r} "
+            f"(rows {int(first[series])} and {row}: {values[first[series]].tolist()!r} and "
+            f"{values[row].tolist()!r}); a per-series value must repeat on every row of its series"
+        )
+    return per_series
 
 
 # --------------------------------------------------------------------------
@@ -612,7 +824,8 @@ def _from_long(df: pd.DataFrame, id_col, time_col) -> RaggedPanel:
 
 
 def panel_to_frames(panel: RaggedPanel) -> list[pd.DataFrame]:
-    """One DataFrame per series, indexed by its times (in the input's kind)."""
+    """One DataFrame per series, indexed by its times (in the input's kind,
+    with the input's time index name)."""
     return [
         pd.DataFrame(np.array(v), index=panel.time_index(i), columns=list(panel.columns))
         for i, v in enumerate(panel.values)

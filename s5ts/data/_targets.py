@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ._panel import RaggedPanel, _times_to_seconds
+from ._panel import RaggedPanel, _series, _times_to_seconds, one_per_series
 
 TargetKind = Literal["sequence", "per_step"]
 
@@ -93,7 +93,7 @@ def _infer_kind(y, panel: RaggedPanel) -> TargetKind:
 
 def _as_numeric(arr, sid=None) -> np.ndarray:
     arr = np.asarray(arr)
-    where = "y" if sid is None else f"y for series {sid!r}"
+    where = "y" if sid is None else f"y for {_series(sid)}"
     if arr.dtype.kind in "biuf":
         return arr.astype(np.float64)
     if arr.dtype.kind == "O":
@@ -115,7 +115,7 @@ def _check_entries(values, sid, numeric):
     arr = _as_numeric(values, sid) if numeric else np.asarray(values)
     if arr.size and _bad_rows(arr, numeric).any():
         what = "contains NaN or inf" if numeric else "has a missing label (NaN/None)"
-        raise ValueError(f"y for series {sid!r} {what}")
+        raise ValueError(f"y for {_series(sid)} {what}")
     return arr
 
 
@@ -129,7 +129,9 @@ def _pandas_values(y, numeric):
         elif not (pd.api.types.is_numeric_dtype(y.dtype) or pd.api.types.is_bool_dtype(y.dtype)):
             raise TypeError(f"y is not numeric (dtype {y.dtype})")
         return y.to_numpy(dtype=np.float64, na_value=np.nan)
-    return y.to_numpy(dtype=object) if isinstance(y.dtype, pd.CategoricalDtype) else y.to_numpy()
+    dtypes = y.dtypes if isinstance(y, pd.DataFrame) else [y.dtype]
+    categorical = any(isinstance(dt, pd.CategoricalDtype) for dt in dtypes)
+    return y.to_numpy(dtype=object) if categorical else y.to_numpy()
 
 
 def _columns_of(y):
@@ -159,16 +161,32 @@ def _order_by_ids(labels, panel: RaggedPanel, what="y") -> np.ndarray:
     return pos
 
 
+def _per_row(y, panel: RaggedPanel) -> bool:
+    """Whether `y` has one entry per row of a long or MultiIndex X (and so
+    not one per series: with as many rows as series, the two coincide)."""
+    rows = panel.row_series
+    return rows is not None and rows.shape[0] != panel.n_series and np.shape(y)[:1] == rows.shape
+
+
 def _sequence_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
     n = panel.n_series
     columns = None
     if isinstance(y, (pd.Series, pd.DataFrame)):
         columns = _columns_of(y)
         vals = _pandas_values(y, numeric)
-        if panel.ids_are_labels:
+        if isinstance(y.index, pd.MultiIndex):
+            # (series, time) rows: one value per series, repeated on its rows.
+            codes, keys = pd.factorize(y.index.get_level_values(0))
+            vals = one_per_series(vals, codes, list(keys))
+            vals = vals[_order_by_ids(keys, panel)]
+        elif _per_row(y, panel):
+            vals = panel.rows_to_series(vals)
+        elif panel.ids_are_labels:
             vals = vals[_order_by_ids(y.index, panel)]
     else:
         vals = np.asarray(y)
+        if _per_row(vals, panel):
+            vals = panel.rows_to_series(vals)
     if vals.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D (n,) or 2-D (n, k) for sequence targets, got {vals.shape}")
     if vals.shape[0] != n:
@@ -180,7 +198,7 @@ def _sequence_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
     if bad.any():
         sid = panel.ids[int(np.flatnonzero(bad)[0])]
         what = "contains NaN or inf" if numeric else "has a missing label (NaN/None)"
-        raise ValueError(f"y for series {sid!r} {what}")
+        raise ValueError(f"y for {_series(sid)} {what}")
     return Targets("sequence", values, columns)
 
 
@@ -188,7 +206,7 @@ def _per_step_item(item, sid, L, times, time_kind, numeric):
     """One series' per-step targets, checked against its length and times."""
     if isinstance(item, (pd.Series, pd.DataFrame)):
         if len(item) != L:
-            raise ValueError(f"y for series {sid!r} has {len(item)} steps but the series has {L}")
+            raise ValueError(f"y for {_series(sid)} has {len(item)} steps but the series has {L}")
         idx = item.index
         default = isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1
         if not default:
@@ -196,22 +214,22 @@ def _per_step_item(item, sid, L, times, time_kind, numeric):
                 sec, _, kind, _ = _times_to_seconds(idx, sid)
             except TypeError:
                 raise ValueError(
-                    f"y for series {sid!r} has an index that is not the series' times"
+                    f"y for {_series(sid)} has an index that is not the series' times"
                 ) from None
             if kind != time_kind or not np.array_equal(sec, times):
                 raise ValueError(
-                    f"y for series {sid!r}: its index does not equal the series' times"
+                    f"y for {_series(sid)}: its index does not equal the series' times"
                 )
         vals = _pandas_values(item, numeric)
     else:
         vals = np.asarray(item)
         if vals.ndim not in (1, 2):
             raise ValueError(
-                f"y for series {sid!r} must be (L,) or (L, k), got shape {vals.shape}"
+                f"y for {_series(sid)} must be (L,) or (L, k), got shape {vals.shape}"
             )
         if vals.shape[0] != L:
             raise ValueError(
-                f"y for series {sid!r} has {vals.shape[0]} steps but the series has {L}"
+                f"y for {_series(sid)} has {vals.shape[0]} steps but the series has {L}"
             )
     return _check_entries(vals, sid, numeric)
 
@@ -235,11 +253,11 @@ def _per_step_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
                 item = item.sort_index()  # y's rows need not follow X's order
             if len(item) != lengths[i]:
                 raise ValueError(
-                    f"y for series {sid!r} has {len(item)} steps but the series has {lengths[i]}"
+                    f"y for {_series(sid)} has {len(item)} steps but the series has {lengths[i]}"
                 )
             sec, _, kind, _ = _times_to_seconds(item.index, sid)
             if kind != panel.time_kind or not np.array_equal(sec, panel.times[i]):
-                raise ValueError(f"y for series {sid!r}: its time stamps do not equal X's")
+                raise ValueError(f"y for {_series(sid)}: its time stamps do not equal X's")
             out.append(_check_entries(_pandas_values(item, numeric), sid, numeric))
         return Targets("per_step", tuple(out), columns)
 
@@ -258,7 +276,7 @@ def _per_step_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
         for i, sid in enumerate(panel.ids):
             if arr.shape[1] < lengths[i]:
                 raise ValueError(
-                    f"y has {arr.shape[1]} steps per series but series {sid!r} has {lengths[i]}"
+                    f"y has {arr.shape[1]} steps per series but {_series(sid)} has {lengths[i]}"
                 )
         items = [arr[i, : lengths[i]] for i in range(n)]
     if len(items) != n:

@@ -8,6 +8,7 @@ import dataclasses
 import inspect
 import io
 import json
+from collections.abc import Hashable
 from numbers import Integral, Real
 
 import equinox as eqx
@@ -20,7 +21,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import RaggedPanel, check_columns, gaps_from_times, time_scale_from, to_panel
+from ..data import LAYOUTS, RaggedPanel, check_columns, gaps_from_times, time_scale_from, to_panel
 from ..nn import (
     ACTIVATIONS,
     DISCRETISATIONS,
@@ -61,6 +62,10 @@ class Preprocessing:
     # after fit cannot feed the network inputs it was not trained on.
     time_handling: str = "gaps"
     first_gap: float = 1.0
+    # The training times' zone (None: naive or not datetimes), and whether
+    # they were given (False: the steps were numbered 0, 1, ...).
+    tz: str | None = None
+    explicit_times: bool = False
 
     def to_json(self) -> dict:
         out = dataclasses.asdict(self)
@@ -104,6 +109,13 @@ def learn_preprocessing(
     median gap between observations (unweighted: it describes the sampling,
     not the series' importance)."""
     stacked = np.concatenate(panel.values, axis=0)
+    never = np.flatnonzero(np.isnan(stacked).all(axis=0))
+    if never.size:
+        raise ValueError(
+            f"column {panel.columns[int(never[0])]!r} is NaN in every training series (series "
+            f"{panel.ids[0]!r} to {panel.ids[-1]!r}): a feature never observed cannot be learned; "
+            "drop it before fitting"
+        )
     if standardize:
         rows = None if weights is None else np.repeat(weights, panel.lengths)
         mean, std = weighted_mean_std(stacked, rows)
@@ -120,12 +132,24 @@ def learn_preprocessing(
         time_kind=panel.time_kind,
         time_handling=time_handling,
         first_gap=float(first_gap),
+        tz=panel.tz,
+        explicit_times=not panel.default_times,
     )
 
 
+_AXES = {"nld": "(n series, L time steps, d features)", "ndl": "(n series, d features, L time steps)"}
+
+#: The parameters that say how `X` is read (the scikit-learn surface's own:
+#: `SharedParameters` leaves them out unless named, since sktime brings its
+#: own data formats).
+INPUT_PARAMETERS = ("id_col", "time_col", "layout")
+
 #: Constraints (scikit-learn's `_parameter_constraints`) of the training
-#: parameters every sequence estimator has.
+#: parameters every sequence estimator has, and of how it reads `X`.
 TRAINING_CONSTRAINTS = {
+    "id_col": [Hashable, None],
+    "time_col": [Hashable, None],
+    "layout": [StrOptions(set(LAYOUTS))],
     "encoder": [StrOptions(set(ENCODERS))],
     "first_gap": [Interval(Real, 0, None, closed="neither")],
     "standardize": ["boolean"],
@@ -244,6 +268,8 @@ class SequenceEstimator(BaseEstimator):
         given = given.astype(np.float64)
         if given.ndim == 0:
             given = np.full(panel.n_series, float(given))
+        if panel.row_series is not None and given.shape == panel.row_series.shape != (panel.n_series,):
+            given = panel.rows_to_series(given, "sample_weight")  # one per row of a long frame
         if given.shape != (panel.n_series,):
             raise ValueError(
                 f"sample_weight has shape {given.shape}; X has {panel.n_series} series, "
@@ -267,8 +293,9 @@ class SequenceEstimator(BaseEstimator):
         return {name: getattr(self, name) for name in self._architecture_names}
 
     # ----- preprocessing -----
-    def _panel(self, X, times, *, fitted: bool) -> RaggedPanel:
-        """`X` as a `RaggedPanel`; when `fitted`, with the columns in fit order."""
+    def _to_panel(self, X, times) -> RaggedPanel:
+        """`X` (and `times`) as a `RaggedPanel`, read with `id_col`,
+        `time_col` and `layout`."""
         if scipy.sparse.issparse(X):
             raise TypeError(
                 f"{type(self).__name__} does not accept sparse input ({type(X).__name__}); "
@@ -278,30 +305,67 @@ class SequenceEstimator(BaseEstimator):
             X, "__array__"
         ):
             X = np.asarray(X)  # array-likes (xarray, torch, ...) are arrays
-        panel = to_panel(X, times=times)
+        return to_panel(X, times=times, id_col=self.id_col, time_col=self.time_col, layout=self.layout)
+
+    def _panel(self, X, times, *, fitted: bool) -> RaggedPanel:
+        """`X` as a `RaggedPanel`; when `fitted`, checked against what fit
+        saw (features, kind of time, time zone, given times) and with the
+        columns in fit order."""
+        panel = self._to_panel(X, times)
         if fitted:
-            panel = check_columns(panel, self.preprocessing_.columns)
-            if panel.time_kind != self.preprocessing_.time_kind:
-                raise TypeError(
-                    f"the model was fitted on {self.preprocessing_.time_kind} times, "
-                    f"but X has {panel.time_kind} times"
-                )
+            panel = self._check_fitted_inputs(panel, X)
+        return panel
+
+    def _check_fitted_inputs(self, panel: RaggedPanel, X, what: str = "X") -> RaggedPanel:
+        prep = self.preprocessing_
+        expected = len(prep.columns)
+        if isinstance(X, np.ndarray) and X.ndim == 3 and panel.n_features != expected:
+            other = "ndl" if self.layout == "nld" else "nld"
+            hint = f"; if its axes are {_AXES[other]}, set layout={other!r}" if expected in X.shape[1:] else ""
+            raise ValueError(
+                f"{what} of shape {X.shape} is read as {_AXES[self.layout]} (layout={self.layout!r}), "
+                f"so it has {panel.n_features} features, but the model was fitted on {expected}{hint}"
+            )
+        panel = check_columns(panel, prep.columns)
+        if panel.time_kind != prep.time_kind:
+            raise TypeError(
+                f"the model was fitted on {prep.time_kind} times, but {what} has {panel.time_kind} times"
+            )
+        if (panel.tz is None) != (prep.tz is None):
+            def zone(tz):
+                return "tz-naive datetimes" if tz is None else f"tz-aware datetimes ({tz})"
+
+            raise ValueError(
+                f"the model was fitted on {zone(prep.tz)}, but {what} has {zone(panel.tz)} (series "
+                f"{panel.ids[0]!r}, ...); do not mix them: localize or convert first (tz_localize / tz_convert)"
+            )
+        if prep.explicit_times and panel.default_times:
+            raise ValueError(
+                f"the model was fitted on series with time stamps, but {what} has none, so its steps "
+                "would be read as times 0, 1, 2, ...; pass times= (in cross-validation or a grid "
+                "search, route it to score too: set_score_request(times=True), see "
+                "docs/estimators.md)"
+            )
         return panel
 
     def _sequences(
-        self, panel: RaggedPanel, prep: Preprocessing, targets=None, per_step=False, weights=None
+        self, panel: RaggedPanel, prep: Preprocessing, targets=None, per_step=False, weights=None, *, encoder=None
     ) -> Sequences:
         """Model-ready inputs: standardised features (NaN → 0, plus the
         observed-channel mask when the training data had missing values) and
-        gaps in model time units, per `prep.time_handling`."""
+        gaps in model time units, per `prep.time_handling`. `encoder`: the
+        network's encoder; None: the fitted network's (a `set_params` after
+        fit does not change what predict accepts)."""
+        if encoder is None:
+            encoder = self._architecture_.get("encoder", "identity")
         inputs, gaps, extra = [], [], []
         for i, (values, times) in enumerate(zip(panel.values, panel.times)):
             observed = ~np.isnan(values)
-            if not observed.all() and (self.encoder != "identity" or not prep.missing_indicator):
+            if not observed.all() and (encoder != "identity" or not prep.missing_indicator):
                 column = panel.columns[int(np.flatnonzero(~observed.all(axis=0))[0])]
                 reason = (
-                    f"the {self.encoder!r} encoder cannot take missing values"
-                    if self.encoder != "identity"
+                    f"the {encoder!r} encoder cannot take missing values"
+                    if encoder != "identity"
                     else "the model was fitted on data without missing values, so it has no "
                     "observed-channel mask; refit on data that has them, or impute first"
                 )
@@ -362,7 +426,7 @@ class SequenceEstimator(BaseEstimator):
                 f"y has one target per {'step' if per_step else 'series'}, but the model was fitted "
                 f"with one per {'step' if self.per_step_ else 'series'}"
             )
-        data = self._sequences(panel, prep, targets, per_step, weights)
+        data = self._sequences(panel, prep, targets, per_step, weights, encoder=self.encoder)
         given_valid = self._validation_sequences(validation_data, prep, target_state, per_step, fitted)
         n_inputs = data.inputs[0].shape[1]
         config = self._config()
@@ -425,7 +489,7 @@ class SequenceEstimator(BaseEstimator):
         if not isinstance(validation_data, tuple) or len(validation_data) not in (2, 3):
             raise TypeError("validation_data must be a tuple (X, y) or (X, y, times)")
         X_valid, y_valid, *rest = validation_data
-        panel = to_panel(X_valid, times=rest[0] if rest else None)
+        panel = self._to_panel(X_valid, rest[0] if rest else None)
         panel = check_columns(panel, prep.columns)
         if panel.time_kind != prep.time_kind:
             raise TypeError(
@@ -435,7 +499,7 @@ class SequenceEstimator(BaseEstimator):
         if valid_per_step != per_step:
             raise ValueError("validation_data's y must have the same layout (per series / per step) as y")
         weights = self._weights(None, panel, targets, target_state)
-        return self._sequences(panel, prep, targets, per_step, weights)
+        return self._sequences(panel, prep, targets, per_step, weights, encoder=self.encoder)
 
     def _split(self, data: Sequences, rng, partial):
         if partial:
@@ -471,10 +535,16 @@ class SequenceEstimator(BaseEstimator):
           DataFrames indexed by time, a (series, time) MultiIndex frame, a long
           frame, a 3-D array (n, L, d) with `times`, a 2-D array (n, L)).
         - `y`: one target per series, or one per observation (per-step).
-        - `sample_weight`: (n,) weights ≥ 0, one per series: a series of
-          weight 2 counts as two copies of it in the loss (and in the
-          validation figure of a `validation_fraction` split).
-        - `times`: observation times (n, L) for array `X`.
+          For a long or MultiIndex frame, one per series (in order of first
+          appearance, or a pandas object indexed by id) or one per row of X,
+          the same on every row of a series.
+        - `sample_weight`: (n,) weights ≥ 0, one per series (or per row of
+          a long frame, as `y`): a series of weight 2 counts as two copies
+          of it in the loss (and in the validation figure of a
+          `validation_fraction` split).
+        - `times`: observation times (n, L) for array `X` (a list of (L_i,)
+          arrays for a list of arrays). A model fitted with `times` needs
+          them again in `predict` and `score`.
         - `validation_data`: `(X_valid, y_valid)` (or with `times` third) to
           evaluate after every epoch for early stopping and model selection,
           instead of a `validation_fraction` split of `X`.
@@ -487,14 +557,48 @@ class SequenceEstimator(BaseEstimator):
         return self._fit(X, y, times, sample_weight=sample_weight, validation_data=validation_data)
 
     def _predict_panel(self, panel: RaggedPanel) -> list:
+        """The network's outputs per series; a non-finite one raises."""
         data = self._sequences(panel, self.preprocessing_)
         data = dataclasses.replace(data, per_step=self.per_step_)
-        return predict_outputs(self.model_, data, self.batch_size)
+        outputs = predict_outputs(self.model_, data, self.batch_size)
+        for i, output in enumerate(outputs):
+            finite = [np.isfinite(np.asarray(leaf)) for leaf in jax.tree.leaves(output)]
+            if all(f.all() for f in finite):
+                continue
+            where = ""
+            if self.per_step_:
+                rows = np.logical_and.reduce([f.reshape(f.shape[0], -1).all(axis=1) for f in finite])
+                step = int(np.flatnonzero(~rows)[0])
+                where = f" from step {step} on"
+            else:
+                step = None
+            raise ValueError(
+                f"series {panel.ids[i]!r}: the model's prediction is not finite{where}; "
+                f"{self._nonfinite_reason(panel, i, step)}"
+            )
+        return outputs
+
+    def _nonfinite_reason(self, panel: RaggedPanel, i: int, step: int | None) -> str:
+        """What can make the prediction of series `i` (from `step`) non-finite."""
+        return "the network overflowed on this input (features or gaps far outside those seen in fit?)"
 
     def _predict_outputs(self, X, times):
         check_is_fitted(self, "model_")
         panel = self._panel(X, times, fitted=True)
         return panel, self._predict_panel(panel)
+
+    def _as_frame(self, values, panel: RaggedPanel, columns=None):
+        """Predictions as pandas, indexed by the series ids (per-series
+        `(n,)` / `(n, k)` arrays) or by `(series, time)` (a list of per-step
+        `(L_i,)` / `(L_i, k)` arrays, concatenated in panel order); `columns`
+        names the k outputs."""
+        if isinstance(values, list):
+            index, values = panel.step_index(), np.concatenate(values, axis=0)
+        else:
+            index = panel.series_index()
+        if values.ndim == 1:
+            return pd.Series(values, index=index)
+        return pd.DataFrame(values, index=index, columns=columns)
 
     # ----- scikit-learn tags -----
     def __sklearn_tags__(self):
@@ -617,6 +721,9 @@ class S5Estimator(SequenceEstimator):
         random_state=None,
         verbose=False,
         warm_start=False,
+        id_col=None,
+        time_col=None,
+        layout="nld",
     ):
         self.n_layers = n_layers
         self.d_model = d_model
@@ -648,6 +755,9 @@ class S5Estimator(SequenceEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
+        self.id_col = id_col
+        self.time_col = time_col
+        self.layout = layout
 
     _architecture_names = _ARCHITECTURE
 
@@ -715,7 +825,7 @@ def _json_default(value):
 class SharedParameters:
     """Constructor parameters that another estimator borrows from
     `S5Estimator`: `names` in that order (default: all of them in signature
-    order, less `exclude`), with S5Estimator's defaults unless `defaults`
+    order but the `INPUT_PARAMETERS`, less `exclude`), with S5Estimator's defaults unless `defaults`
     gives others. Decorating `__init__(self, *, own..., **shared)` gives it
     the explicit signature scikit-learn and sktime read (own parameters
     first), and `assign` sets the shared ones, defaults included, so the list
@@ -724,7 +834,8 @@ class SharedParameters:
 
     def __init__(self, names: tuple[str, ...] | None = None, *, exclude: tuple[str, ...] = (), **defaults):
         base = inspect.signature(S5Estimator.__init__).parameters
-        names = tuple(n for n in base if n != "self") if names is None else names
+        if names is None:
+            names = tuple(n for n in base if n != "self" and n not in INPUT_PARAMETERS)
         unknown = sorted(set(names).union(exclude, defaults) - set(base))
         if unknown:
             raise ValueError(f"not S5Estimator parameters: {unknown}")
@@ -751,4 +862,4 @@ class SharedParameters:
 
 #: Decorates a subclass's `__init__(self, *, own..., **shared)`, which passes
 #: `shared` on to `S5Estimator.__init__`: its signature lists every parameter.
-with_shared_parameters = SharedParameters()
+with_shared_parameters = SharedParameters(tuple(inspect.signature(S5Estimator.__init__).parameters)[1:])

@@ -79,7 +79,7 @@ class S5Classifier(ClassifierMixin, S5Estimator):
             known = np.unique(labels) if classes is None else np.unique(np.asarray(classes))
             if len(known) < 2:
                 raise ValueError(
-                    f"y has only one class ({known[0]!r}); S5Classifier needs at least two classes"
+                    f"y has only one class ({known.tolist()[0]!r}); S5Classifier needs at least two classes"
                 )
         else:
             known = state
@@ -128,16 +128,25 @@ class S5Classifier(ClassifierMixin, S5Estimator):
             )
         return self._fit(X, y, times, sample_weight=sample_weight, partial=True, classes=classes)
 
-    def predict_proba(self, X, *, times=None):
-        """Class probabilities, (n, n_classes), columns in the order of `classes_`."""
+    def predict_proba(self, X, *, times=None, as_frame=False):
+        """Class probabilities, (n, n_classes), columns in the order of
+        `classes_` (with `as_frame=True`, a DataFrame indexed by the series
+        ids with the classes as columns)."""
         check_is_fitted(self, "model_")
-        _, logits = self._predict_outputs(X, times)
-        return softmax(np.stack(logits).astype(np.float64), axis=1)
+        panel, logits = self._predict_outputs(X, times)
+        proba = _probabilities(logits)
+        return self._as_frame(proba, panel, self.classes_) if as_frame else proba
 
-    def predict(self, X, *, times=None):
-        """The most probable label of each series, (n,)."""
+    def predict(self, X, *, times=None, as_frame=False):
+        """The most probable label of each series, (n,) (with
+        `as_frame=True`, a Series indexed by the series ids)."""
         check_is_fitted(self, "model_")
-        return self.classes_[np.argmax(self.predict_proba(X, times=times), axis=1)]
+        panel, logits = self._predict_outputs(X, times)
+        labels = self._labels(logits)
+        return self._as_frame(labels, panel) if as_frame else labels
+
+    def _labels(self, logits) -> np.ndarray:
+        return self.classes_[np.argmax(_probabilities(logits), axis=1)]
 
     def score(self, X, y, sample_weight=None, *, times=None):
         """Accuracy; `y` is aligned with X as in `fit`."""
@@ -146,4 +155,9 @@ class S5Classifier(ClassifierMixin, S5Estimator):
         truth = np.asarray(to_targets(y, panel, numeric=False, kind="sequence").values)
         if truth.ndim == 2 and truth.shape[1] == 1:
             truth = truth[:, 0]
-        return accuracy_score(truth, self.predict(panel), sample_weight=sample_weight)
+        return accuracy_score(truth, self._labels(self._predict_panel(panel)), sample_weight=sample_weight)
+
+
+def _probabilities(logits) -> np.ndarray:
+    """Softmax of the per-series logits, (n, n_classes) float64."""
+    return softmax(np.stack(logits).astype(np.float64), axis=1)

@@ -26,6 +26,7 @@ class TargetScaling:
     mean: np.ndarray
     std: np.ndarray
     is_1d: bool
+    columns: tuple | None = None  # y's column names, for pandas output
 
 
 class RegressionTask:
@@ -60,7 +61,7 @@ class RegressionTask:
         if state is None:
             rows = None if weights is None else (np.repeat(weights, [len(v) for v in items]) if per_step else weights)
             mean, std = weighted_mean_std(stacked, rows)
-            scaling = TargetScaling(mean, np.where(std > 0, std, 1.0), targets.is_1d)
+            scaling = TargetScaling(mean, np.where(std > 0, std, 1.0), targets.is_1d, targets.columns)
         else:
             scaling = state
             if stacked.shape[1] != len(scaling.mean):
@@ -89,11 +90,20 @@ class RegressionTask:
 
     def _fitted_metadata(self):
         s = self._target_scaling
-        return {"target_mean": s.mean.tolist(), "target_std": s.std.tolist(), "target_1d": s.is_1d}
+        return {
+            "target_mean": s.mean.tolist(),
+            "target_std": s.std.tolist(),
+            "target_1d": s.is_1d,
+            "target_columns": None if s.columns is None else list(s.columns),
+        }
 
     def _target_state_from_metadata(self, metadata):
+        columns = metadata.get("target_columns")
         return TargetScaling(
-            np.asarray(metadata["target_mean"]), np.asarray(metadata["target_std"]), metadata["target_1d"]
+            np.asarray(metadata["target_mean"]),
+            np.asarray(metadata["target_std"]),
+            metadata["target_1d"],
+            None if columns is None else tuple(columns),
         )
 
     def partial_fit(self, X, y, sample_weight=None, *, times=None):
@@ -106,17 +116,29 @@ class RegressionTask:
         """
         return self._fit(X, y, times, sample_weight=sample_weight, partial=True)
 
-    def predict(self, X, *, times=None, return_std=False):
+    def predict(self, X, *, times=None, return_std=False, as_frame=False):
         """Predicted means: (n,) / (n, k) per series, or a list of (L_i,) /
         (L_i, k) arrays for per-step models. With `return_std=True`
         (`loss="gaussian_nll"` only) also the predictive standard deviations,
-        in the same layout."""
+        in the same layout. With `as_frame=True`, pandas objects instead: a
+        Series (1-D targets) or DataFrame (k targets, named as y's columns)
+        indexed by the series ids, or for per-step models by `(series,
+        time)`."""
         check_is_fitted(self, "model_")
-        if return_std and self._regression_loss != "gaussian_nll":
+        if return_std and self._fitted_loss != "gaussian_nll":
             raise ValueError("return_std=True needs a Gaussian head: fit with loss='gaussian_nll'")
         panel = self._panel(X, times, fitted=True)
         means, stds = self._unscaled(self._predict_panel(panel))
+        if as_frame:
+            columns = self._target_scaling.columns
+            means = self._as_frame(means, panel, columns)
+            stds = None if stds is None else self._as_frame(stds, panel, columns)
         return (means, stds) if return_std else means
+
+    @property
+    def _fitted_loss(self) -> str:
+        """The loss of the fitted network (a later `set_params` does not change its head)."""
+        return self._architecture_.get("loss", self._regression_loss)
 
     def _unscaled(self, outputs):
         """Network outputs → (means, stds) in the targets' units and layout."""

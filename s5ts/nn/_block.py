@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
 
-from ._ssm import S5SSM
+from ._ssm import S5SSM, default_float
 
 
 class GELU(eqx.Module):
@@ -23,10 +23,10 @@ class GLU(eqx.Module):
     value: eqx.nn.Linear
     gate: eqx.nn.Linear
 
-    def __init__(self, features: int, *, key: PRNGKeyArray):
+    def __init__(self, features: int, *, key: PRNGKeyArray, dtype=None):
         k1, k2 = jax.random.split(key)
-        self.value = eqx.nn.Linear(features, features, key=k1)
-        self.gate = eqx.nn.Linear(features, features, key=k2)
+        self.value = eqx.nn.Linear(features, features, key=k1, dtype=dtype)
+        self.gate = eqx.nn.Linear(features, features, key=k2, dtype=dtype)
 
     def __call__(self, x: Float[Array, " H"]) -> Float[Array, " H"]:
         g = jax.nn.gelu(x)
@@ -39,8 +39,8 @@ class HalfGLU(eqx.Module):
 
     gate: eqx.nn.Linear
 
-    def __init__(self, features: int, *, key: PRNGKeyArray):
-        self.gate = eqx.nn.Linear(features, features, key=key)
+    def __init__(self, features: int, *, key: PRNGKeyArray, dtype=None):
+        self.gate = eqx.nn.Linear(features, features, key=key, dtype=dtype)
 
     def __call__(self, x: Float[Array, " H"]) -> Float[Array, " H"]:
         g = jax.nn.gelu(x)
@@ -54,8 +54,8 @@ class HalfGLU2(eqx.Module):
 
     gate: eqx.nn.Linear
 
-    def __init__(self, features: int, *, key: PRNGKeyArray):
-        self.gate = eqx.nn.Linear(features, features, key=key)
+    def __init__(self, features: int, *, key: PRNGKeyArray, dtype=None):
+        self.gate = eqx.nn.Linear(features, features, key=key, dtype=dtype)
 
     def __call__(self, x: Float[Array, " H"]) -> Float[Array, " H"]:
         return x * jax.nn.sigmoid(self.gate(jax.nn.gelu(x)))
@@ -64,16 +64,16 @@ class HalfGLU2(eqx.Module):
 ACTIVATIONS = ("gelu", "glu", "half_glu", "half_glu2")
 
 
-def make_activation(name: str, features: int, *, key: PRNGKeyArray) -> eqx.Module:
-    """Map the user-facing name to its module."""
+def make_activation(name: str, features: int, *, key: PRNGKeyArray, dtype=None) -> eqx.Module:
+    """Map the user-facing name to its module (parameters of `dtype`)."""
     if name == "gelu":
         return GELU()
     if name == "glu":
-        return GLU(features, key=key)
+        return GLU(features, key=key, dtype=dtype)
     if name == "half_glu":
-        return HalfGLU(features, key=key)
+        return HalfGLU(features, key=key, dtype=dtype)
     if name == "half_glu2":
-        return HalfGLU2(features, key=key)
+        return HalfGLU2(features, key=key, dtype=dtype)
     raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
 
 
@@ -83,7 +83,8 @@ class S5Block(eqx.Module):
 
     **Arguments:** `d_model` H, `state_size` P, `blocks` J, `discretization`,
     `bidirectional`, `scan`, `dt_min`, `dt_max` (see `S5SSM`); `activation`
-    ("gelu" | "glu" | "half_glu" | "half_glu2"); `dropout` rate; `prenorm`; `key`.
+    ("gelu" | "glu" | "half_glu" | "half_glu2"); `dropout` rate; `prenorm`; `key`;
+    `dtype` of every parameter (None: JAX's default float, see `S5SSM`).
 
     **Call:** `block(x, gaps, mask=None, state=None, *, key=None,
     inference=True) -> (y (L, H), state_last (P,))`.
@@ -110,13 +111,15 @@ class S5Block(eqx.Module):
         prenorm: bool = False,
         *,
         key: PRNGKeyArray,
+        dtype=None,
     ):
         k_ssm, k_act = jax.random.split(key)
         self.ssm = S5SSM(
-            d_model, state_size, blocks, discretization, bidirectional, scan, dt_min, dt_max, key=k_ssm
+            d_model, state_size, blocks, discretization, bidirectional, scan, dt_min, dt_max,
+            key=k_ssm, dtype=dtype,
         )
-        self.norm = eqx.nn.LayerNorm(d_model)
-        self.activation = make_activation(activation, d_model, key=k_act)
+        self.norm = eqx.nn.LayerNorm(d_model, dtype=default_float(dtype))
+        self.activation = make_activation(activation, d_model, key=k_act, dtype=dtype)
         self.dropout = eqx.nn.Dropout(dropout)
         self.prenorm = prenorm
 
@@ -187,12 +190,13 @@ def make_blocks(
     prenorm: bool = False,
     *,
     key: PRNGKeyArray,
+    dtype=None,
 ) -> list[S5Block]:
     """`n_layers` identically configured `S5Block`s with independent keys."""
     return [
         S5Block(
             d_model, state_size, blocks, discretization, bidirectional, scan, dt_min, dt_max,
-            activation, dropout, prenorm, key=k,
+            activation, dropout, prenorm, key=k, dtype=dtype,
         )
         for k in jax.random.split(key, n_layers)
     ]

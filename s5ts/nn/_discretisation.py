@@ -36,6 +36,20 @@ def _exp_and_expm1(z: Complex[Array, "..."]) -> tuple[Complex[Array, "..."], Com
     return jax.lax.complex(exp_x * cos_y, imag), jax.lax.complex(expm1_x * cos_y - one_minus_cos, imag)
 
 
+def scale_complex(z: Complex[Array, "..."], x: Float[Array, "..."]) -> Complex[Array, "..."]:
+    """z · x for complex z and real x, broadcast against each other, as two
+    real products: what complex × real means, written out, since strict
+    dtype promotion (rightly) refuses to mix the kinds implicitly."""
+    z, x = _broadcast(z, x)
+    return jax.lax.complex(jnp.real(z) * x, jnp.imag(z) * x)
+
+
+def _broadcast(*arrays: Array) -> list[Array]:
+    """The arrays broadcast to one shape, explicitly (no implicit rank promotion)."""
+    shape = jnp.broadcast_shapes(*(a.shape for a in arrays))
+    return [jnp.broadcast_to(a, shape) for a in arrays]
+
+
 def complex_expm1(z: Complex[Array, "..."]) -> Complex[Array, "..."]:
     r"""$e^z - 1$ without cancellation for small $|z|$."""
     return _exp_and_expm1(z)[1]
@@ -50,9 +64,9 @@ def zoh_coefficients(lam: Complex[Array, " P"], step: Float[Array, "*L P"]):
     $\partial w = (\bar\Lambda\,\partial z - w\,\partial\Lambda)/\Lambda$ with
     $z = \Lambda\Delta$), so a backward pass costs no transcendentals beyond
     the forward ones."""
-    lam_bar, expm1_z = _exp_and_expm1(lam * step)
+    lam_bar, expm1_z = _exp_and_expm1(scale_complex(lam, step))
     # 1/Λ is (P,): under vmap one division per state, not per (series, state).
-    return lam_bar, expm1_z * (1.0 / lam)
+    return lam_bar, jnp.multiply(*_broadcast(expm1_z, 1.0 / lam))
 
 
 @zoh_coefficients.defjvp
@@ -60,8 +74,9 @@ def _zoh_coefficients_jvp(primals, tangents):
     lam, step = primals
     d_lam, d_step = tangents
     lam_bar, weight = zoh_coefficients(lam, step)
-    d_z = d_lam * step + lam * d_step
-    return (lam_bar, weight), (lam_bar * d_z, (lam_bar * d_z - weight * d_lam) * (1.0 / lam))
+    d_z = scale_complex(d_lam, step) + scale_complex(lam, d_step)
+    weight_d_lam = jnp.multiply(*_broadcast(weight, d_lam))
+    return (lam_bar, weight), (lam_bar * d_z, jnp.multiply(*_broadcast(lam_bar * d_z - weight_d_lam, 1.0 / lam)))
 
 
 class Discretisation(eqx.Module):
@@ -88,9 +103,9 @@ class Bilinear(Discretisation):
     $w = (1 - \Delta\Lambda/2)^{-1}\Delta$."""
 
     def __call__(self, lam, step):
-        half = 0.5 * lam * step
+        half = scale_complex(0.5 * lam, step)
         inverse = 1.0 / (1.0 - half)
-        return inverse * (1.0 + half), inverse * step
+        return inverse * (1.0 + half), scale_complex(inverse, step)
 
 
 DISCRETISATIONS = {"zoh": ZOH, "bilinear": Bilinear}

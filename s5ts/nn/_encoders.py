@@ -49,6 +49,7 @@ class PendulumCNN(eqx.Module):
 
     - `out_features`: output size (30 in the paper).
     - `key`: a `jax.random.PRNGKey` for the initialisation.
+    - `dtype`: of the parameters (None: JAX's default float).
 
     ```python
     >>> import jax, jax.numpy as jnp
@@ -66,13 +67,13 @@ class PendulumCNN(eqx.Module):
     in_features: int = eqx.field(static=True)
     out_features: int = eqx.field(static=True)
 
-    def __init__(self, *, out_features: int = 30, key: PRNGKeyArray):
+    def __init__(self, *, out_features: int = 30, key: PRNGKeyArray, dtype=None):
         k1, k2, k3 = jax.random.split(key, 3)
         channels = 12
-        self.conv1 = eqx.nn.Conv2d(1, channels, kernel_size=5, padding=2, key=k1)
-        self.conv2 = eqx.nn.Conv2d(channels, channels, kernel_size=3, stride=2, padding=1, key=k2)
+        self.conv1 = eqx.nn.Conv2d(1, channels, kernel_size=5, padding=2, key=k1, dtype=dtype)
+        self.conv2 = eqx.nn.Conv2d(channels, channels, kernel_size=3, stride=2, padding=1, key=k2, dtype=dtype)
         # 24 → 24 (conv1) → 12 (pool) → 6 (conv2, stride 2) → 3 (pool).
-        self.linear = eqx.nn.Linear(channels * 3 * 3, out_features, key=k3)
+        self.linear = eqx.nn.Linear(channels * 3 * 3, out_features, key=k3, dtype=dtype)
         self.image_shape = (24, 24)
         self.in_features = 24 * 24
         self.out_features = out_features
@@ -120,7 +121,7 @@ def _max_pool2(h: Float[Array, "H W C"]) -> Float[Array, "H/2 W/2 C"]:
 ENCODERS = ("identity", "pendulum_cnn")
 
 
-def make_encoder(name: str, in_features: int, *, key: PRNGKeyArray) -> IdentityEncoder | PendulumCNN:
+def make_encoder(name: str, in_features: int, *, key: PRNGKeyArray, dtype=None) -> IdentityEncoder | PendulumCNN:
     """Build a per-step encoder from its name.
 
     **Arguments:**
@@ -129,6 +130,7 @@ def make_encoder(name: str, in_features: int, *, key: PRNGKeyArray) -> IdentityE
     - `in_features`: features per step; `"pendulum_cnn"` needs 576 (one
       24×24 frame flattened row-major).
     - `key`: a `jax.random.PRNGKey` (unused by `"identity"`).
+    - `dtype`: of the parameters (None: JAX's default float).
 
     **Returns:** the encoder module.
     """
@@ -140,5 +142,5 @@ def make_encoder(name: str, in_features: int, *, key: PRNGKeyArray) -> IdentityE
                 "encoder 'pendulum_cnn' needs 576 features per step (one 24×24 frame "
                 f"flattened row-major); got in_features={in_features}"
             )
-        return PendulumCNN(key=key)
+        return PendulumCNN(key=key, dtype=dtype)
     raise ValueError(f"unknown encoder {name!r}; choose one of {ENCODERS}")

@@ -29,10 +29,10 @@ class MLPHead(eqx.Module):
     hidden: eqx.nn.Linear
     out: eqx.nn.Linear
 
-    def __init__(self, in_features: int, out_features: int, hidden: int, *, key: PRNGKeyArray):
+    def __init__(self, in_features: int, out_features: int, hidden: int, *, key: PRNGKeyArray, dtype=None):
         k1, k2 = jax.random.split(key)
-        self.hidden = eqx.nn.Linear(in_features, hidden, key=k1)
-        self.out = eqx.nn.Linear(hidden, out_features, key=k2)
+        self.hidden = eqx.nn.Linear(in_features, hidden, key=k1, dtype=dtype)
+        self.out = eqx.nn.Linear(hidden, out_features, key=k2, dtype=dtype)
 
     def __call__(self, h: Float[Array, " H"]) -> Float[Array, " K"]:
         return self.out(jnp.tanh(self.hidden(h)))
@@ -45,10 +45,10 @@ class GaussianHead(eqx.Module):
     mean: MLPHead
     variance: MLPHead
 
-    def __init__(self, in_features: int, out_features: int, hidden: int, *, key: PRNGKeyArray):
+    def __init__(self, in_features: int, out_features: int, hidden: int, *, key: PRNGKeyArray, dtype=None):
         k1, k2 = jax.random.split(key)
-        self.mean = MLPHead(in_features, out_features, hidden, key=k1)
-        self.variance = MLPHead(in_features, out_features, hidden, key=k2)
+        self.mean = MLPHead(in_features, out_features, hidden, key=k1, dtype=dtype)
+        self.variance = MLPHead(in_features, out_features, hidden, key=k2, dtype=dtype)
 
     def __call__(self, h: Float[Array, " H"]) -> tuple[Float[Array, " K"], Float[Array, " K"]]:
         return self.mean(h), elup1(self.variance(h))
@@ -78,6 +78,8 @@ class SequenceNetwork(eqx.Module):
     - `pooling`: `"none"` (an output per step), `"mean"` or `"last"` (one
       output per sequence, padding excluded).
     - `blocks`: a sequence of `S5Block`s (all with the same `d_model`).
+    - `dtype`: of the input projection (None: JAX's default float); build
+      the encoder, blocks and head with the same one.
 
     **Call:** `net(u (L, d_in), gaps (L,), mask (L,), extra (L, n_extra) | None,
     *, key=None, inference=True)` returns the head's output for every step
@@ -100,6 +102,7 @@ class SequenceNetwork(eqx.Module):
         n_extra: int = 0,
         pooling: str = "none",
         key: PRNGKeyArray,
+        dtype=None,
     ):
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
@@ -107,7 +110,7 @@ class SequenceNetwork(eqx.Module):
             raise ValueError("a SequenceNetwork needs at least one S5Block")
         d_model = blocks[0].ssm.d_model
         self.encoder = encoder
-        self.projection = eqx.nn.Linear(encoder.out_features + n_extra, d_model, key=key)
+        self.projection = eqx.nn.Linear(encoder.out_features + n_extra, d_model, key=key, dtype=dtype)
         self.blocks = tuple(blocks)
         self.head = head
         self.n_extra = n_extra

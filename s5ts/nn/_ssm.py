@@ -27,6 +27,12 @@ from ._irregular_scan import irregular_scan
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
 
 
+def default_float(dtype=None):
+    """`dtype`, or JAX's default float when None (float64 under
+    `jax_enable_x64`, else float32), as `eqx.nn.Linear` chooses."""
+    return jax.dtypes.canonicalize_dtype(jnp.float64 if dtype is None else dtype)
+
+
 def _complex_matmul(real: Array, imag: Array, x: Array) -> Array:
     """(real + i·imag) @ x for real x, as two real matmuls."""
     return jax.lax.complex(real @ x, imag @ x)
@@ -63,6 +69,10 @@ class S5SSM(eqx.Module):
     - `scan`: `"auto"`, `"associative"` or `"sequential"` (see `linear_scan`).
     - `dt_min`, `dt_max`: range of the initial timescales Δ (log-uniform).
     - `key`: a JAX PRNG key.
+    - `dtype`: the real dtype of every parameter (and so of the whole
+      computation: Λ, the discretisation and the states are complex of the
+      same precision); None, as in `eqx.nn.Linear`, is JAX's default float
+      (float64 under `jax_enable_x64`, else float32).
 
     Parameters are stored as real arrays: Λ = −exp(`log_neg_real`) + i·`lambda_imag`
     (so Re Λ < 0 always), B̃ (P, H), C̃ (H, P) (and a second C̃ when
@@ -113,6 +123,7 @@ class S5SSM(eqx.Module):
         dt_max: float = 0.1,
         *,
         key: PRNGKeyArray,
+        dtype=None,
     ):
         make_discretisation(discretization)  # validates the name
         if scan not in SCAN_METHODS:
@@ -131,21 +142,22 @@ class S5SSM(eqx.Module):
             return np.asarray(c, dtype=np.float64) @ vectors
 
         c_fwd = c_tilde(k_c)
-        self.log_neg_real = jnp.asarray(np.log(-lam.real), jnp.float32)
-        self.lambda_imag = jnp.asarray(lam.imag, jnp.float32)
-        self.B_re = jnp.asarray(b_tilde.real, jnp.float32)
-        self.B_im = jnp.asarray(b_tilde.imag, jnp.float32)
-        self.C_re = jnp.asarray(c_fwd.real, jnp.float32)
-        self.C_im = jnp.asarray(c_fwd.imag, jnp.float32)
+        dtype = default_float(dtype)
+        self.log_neg_real = jnp.asarray(np.log(-lam.real), dtype)
+        self.lambda_imag = jnp.asarray(lam.imag, dtype)
+        self.B_re = jnp.asarray(b_tilde.real, dtype)
+        self.B_im = jnp.asarray(b_tilde.imag, dtype)
+        self.C_re = jnp.asarray(c_fwd.real, dtype)
+        self.C_im = jnp.asarray(c_fwd.imag, dtype)
         if bidirectional:
             c_back = c_tilde(k_cb)
-            self.C_back_re = jnp.asarray(c_back.real, jnp.float32)
-            self.C_back_im = jnp.asarray(c_back.imag, jnp.float32)
+            self.C_back_re = jnp.asarray(c_back.real, dtype)
+            self.C_back_im = jnp.asarray(c_back.imag, dtype)
         else:
             self.C_back_re = self.C_back_im = None
-        self.D = jax.random.normal(k_d, (d_model,))
+        self.D = jax.random.normal(k_d, (d_model,), dtype)
         self.log_step = jax.random.uniform(
-            k_dt, (state_size,), minval=np.log(dt_min), maxval=np.log(dt_max)
+            k_dt, (state_size,), dtype, minval=np.log(dt_min), maxval=np.log(dt_max)
         )
         self.d_model = d_model
         self.state_size = state_size
@@ -163,7 +175,8 @@ class S5SSM(eqx.Module):
     ) -> tuple[Complex[Array, "*L P"], Complex[Array, "*L P"]]:
         """Λ̄ and the input weight for gaps of shape (L,) or ()."""
         lam = self.lam
-        step = jnp.exp(self.log_step) * gaps[..., None]
+        timescale = jnp.exp(self.log_step)
+        step = jnp.broadcast_to(timescale, gaps.shape + timescale.shape) * gaps[..., None]
         return make_discretisation(self.discretization)(lam, step.astype(lam.real.dtype))
 
     def _input(self, u: Float[Array, "*L H"]) -> Complex[Array, "*L P"]:
@@ -206,7 +219,7 @@ class S5SSM(eqx.Module):
         gaps = jnp.where(mask, gaps, 0.0)
         bu = self._input(u)
         states = self._run(gaps, mask, bu, state, reverse=False)
-        y = _project_out(self.C_re, self.C_im, states) + self.D * u
+        y = _project_out(self.C_re, self.C_im, states) + self.D[None, :] * u
         if self.bidirectional:
             back = self._run(backward_gaps(gaps, mask), mask, bu, None, reverse=True)
             y = y + _project_out(self.C_back_re, self.C_back_im, back)

@@ -60,7 +60,8 @@ class SquaredErrorInUnits(eqx.Module):
     std: jax.Array
 
     def __call__(self, outputs, targets, weights):
-        return _weighted(((point_prediction(outputs) - targets) * self.std) ** 2, weights)
+        error = point_prediction(outputs) - targets
+        return _weighted((error * jnp.broadcast_to(self.std, error.shape)) ** 2, weights)
 
 
 LOSSES = {"mse": mse_loss, "gaussian_nll": gaussian_nll_loss, "cross_entropy": cross_entropy_loss}

@@ -92,7 +92,11 @@ def schedule_scales(steps: np.ndarray, total_steps: int | None, warmup_steps: in
         schedule = optax.warmup_cosine_decay_schedule(0.0, 1.0, warmup_steps, decay_steps, end_value=0.0)
     else:
         schedule = optax.cosine_decay_schedule(1.0, max(int(total_steps), 1))
-    return np.broadcast_to(np.asarray(jax.device_get(schedule(steps)), np.float64), steps.shape)
+    # optax's schedules mix their int32 step count with floats: allowed here
+    # (host-side bookkeeping) under the strict promotion our tests use.
+    with jax.numpy_dtype_promotion("standard"):
+        scales = schedule(steps)
+    return np.broadcast_to(np.asarray(jax.device_get(scales), np.float64), steps.shape)
 
 
 def init_optimizer_state(model, weight_decay: float, grad_clip: float | None):
