@@ -26,7 +26,6 @@ from s5ts.forecasting import (
     query_examples,
 )
 from s5ts.nn import S5SSM
-from conftest import to_float64
 
 FAST = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 3, "random_state": 0}
 
@@ -130,7 +129,7 @@ def test_calendar_features_follow_prophets_rules():
 def test_lead_step_equals_the_recurrence_with_zero_input_in_float64(x64):
     # The forecast step carries the state over the whole lead at once; with
     # zero input that is many small steps of the recurrence (float64).
-    ssm = to_float64(S5SSM(d_model=3, state_size=4, key=jax.random.key(0)))
+    ssm = S5SSM(d_model=3, state_size=4, key=jax.random.key(0))  # float64 under x64
     rng = np.random.default_rng(0)
     state = jnp.asarray(rng.normal(size=4) + 1j * rng.normal(size=4), jnp.complex128)
     zero = jnp.zeros(3, jnp.float64)

@@ -7,6 +7,7 @@ import copy
 import warnings
 
 import equinox as eqx
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
@@ -133,12 +134,12 @@ def test_in_sample_forecasts_are_one_step_from_the_state_before(series, fitted):
     network = model.network
     state, states = network.init_state(), []
     for k in range(len(gaps)):
-        state, _ = network.step(state, u[k], gaps[k])
+        state, _ = network.step(state, jnp.asarray(u[k]), jnp.asarray(gaps[k]))
         states.append(state)
     expected = []
     for k in range(1, len(gaps)):
         q, lead = query_steps(layout, record.times[k : k + 1], None, record.times[k - 1 : k])
-        mean, _ = model.query(states[k - 1], q[0], lead[0])
+        mean, _ = model.query(states[k - 1], jnp.asarray(q[0]), jnp.asarray(lead[0]))
         expected.append(record.y[k - 1, 0] + spreads[k - 1, 0] * float(mean[0]))
     in_sample = fitted.predict(_absolute(series.index[1:]))
     np.testing.assert_allclose(in_sample, expected, rtol=1e-4, atol=1e-5)

@@ -204,7 +204,7 @@ def query_examples(
     x: Float[np.ndarray, "L e"] | None,
     spreads: Float[np.ndarray, "L d"],
     queries: Int[np.ndarray, "L K"],
-) -> tuple[Float[np.ndarray, "L K*(n_in+1)"], Float[np.ndarray, "L K*d"]]:
+) -> tuple[Float[np.ndarray, "L KQ"], Float[np.ndarray, "L Kd"]]:
     """The forecast steps from every origin to its `queries` (from
     `draw_queries`), flattened per origin: `(steps, targets)` with
     `steps[k]` = K × (input, lead) and `targets[k]` = K × the scaled change
