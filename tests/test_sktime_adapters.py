@@ -212,7 +212,18 @@ def without_persistent_cache():
         compilation_cache.reset_cache()
 
 
-@pytest.mark.parametrize("estimator", [S5TimeSeriesRegressor, S5TimeSeriesClassifier, S5Forecaster])
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        S5TimeSeriesRegressor,
+        S5TimeSeriesClassifier,
+        # Slow-only for now: on the shared 2-core machine of 2026-12-01 this
+        # check crashed XLA twice (a segmentation fault in backend compile,
+        # an abort in the persistent-cache write) beside another test run;
+        # run it alone with `python3 -m pytest -m slow -k check_estimator`.
+        pytest.param(S5Forecaster, marks=pytest.mark.slow),
+    ],
+)
 def test_sktime_check_estimator(estimator, without_persistent_cache):
     from sktime.utils.estimator_checks import check_estimator
 
