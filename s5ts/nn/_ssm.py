@@ -193,8 +193,15 @@ class S5SSM(eqx.Module):
         mask: Bool[Array, " L"] | None = None,
         state: Complex[Array, " P"] | None = None,
     ) -> tuple[Float[Array, "L H"], Complex[Array, " P"]]:
+        self._check_shapes(u, gaps)
         y, states = self.with_states(u, gaps, mask, state)
         return y, states[-1]
+
+    def _check_shapes(self, u, gaps) -> None:
+        if u.ndim != 2 or u.shape[1] != self.d_model:
+            raise ValueError(f"u must have shape (L, {self.d_model}), got {u.shape}")
+        if gaps.shape != u.shape[:1]:
+            raise ValueError(f"gaps must have shape ({u.shape[0]},), got {gaps.shape}")
 
     def with_states(
         self,
@@ -205,10 +212,7 @@ class S5SSM(eqx.Module):
     ) -> tuple[Float[Array, "L H"], Complex[Array, "L P"]]:
         """Like the call, but with the (forward) state after every step
         (a padded step repeats the state before it)."""
-        if u.ndim != 2 or u.shape[1] != self.d_model:
-            raise ValueError(f"u must have shape (L, {self.d_model}), got {u.shape}")
-        if gaps.shape != u.shape[:1]:
-            raise ValueError(f"gaps must have shape ({u.shape[0]},), got {gaps.shape}")
+        self._check_shapes(u, gaps)
         if mask is None:
             mask = jnp.ones(u.shape[0], dtype=bool)
         if state is not None and self.bidirectional:
