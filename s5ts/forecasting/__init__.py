@@ -4,7 +4,7 @@ step inputs, calendar features and multi-horizon network."""
 
 from ._calendar import Cycle, calendar_features, choose_cycles
 from ._forecaster import PARAMETERS, Forecaster, SeriesState, calibration_factor, split_series
-from ._network import MultiHorizonNetwork, advance, forecast, query_nll, query_squared_error, states_after_each_step
+from ._network import MultiHorizonNetwork, advance, forecast, query_nll, states_after_each_step
 from ._steps import PRIOR_CHANGES, SeriesScale, StepLayout, draw_queries, last_values, local_spreads, observation_steps, query_examples, query_steps, spread
 
 __all__ = [
@@ -27,7 +27,6 @@ __all__ = [
     "observation_steps",
     "query_examples",
     "query_nll",
-    "query_squared_error",
     "query_steps",
     "spread",
     "split_series",

@@ -35,7 +35,6 @@ from ._network import (
     advance,
     forecast,
     query_nll,
-    query_squared_error,
     states_after_each_step,
 )
 from ._steps import SeriesScale, StepLayout, draw_queries, last_values, observation_steps, query_examples, query_steps
@@ -159,7 +158,8 @@ class Forecaster(BaseEstimator):
                 )
         exog = None
         if X is not None:
-            raw = [_x_rows(sid, dict(split_series(_as_frame(X, "X"))), frame.index, meta["x_columns"]) for sid, frame in series]
+            x_by_id = dict(split_series(_as_frame(X, "X")))
+            raw = [_x_rows(sid, x_by_id, frame.index, meta["x_columns"]) for sid, frame in series]
             stacked = np.concatenate(raw)
             std = np.nanstd(stacked, axis=0)
             x_mean, x_std = np.nanmean(stacked, axis=0), np.where(std > 0, std, 1.0)
@@ -167,8 +167,8 @@ class Forecaster(BaseEstimator):
         time_scale = float(time_scale_from(panel))
         cycles = choose_cycles(times, panel.time_kind, self.calendar)
         d = values[0].shape[1]
-        scales = _scales(values)
-        lead = self._horizon_seconds(horizon, times, panel.time_kind)
+        scales, default_scale = _scales(values)
+        lead = self._horizon_seconds(horizon, times, panel.time_kind, time_scale)
         n_exog = 0 if exog is None else exog[0].shape[1]
         layout = StepLayout(d, cycles, n_exog, time_scale, float(self.first_gap), memory=lead)
 
@@ -206,17 +206,17 @@ class Forecaster(BaseEstimator):
         self.series_ = states
         self._layout = layout
         self._meta = meta
-        self._default_scale = _pooled(scales)
+        self._default_scale = default_scale
         if exog is not None:
             self._x_mean, self._x_std = x_mean, x_std
         return self
 
-    def _horizon_seconds(self, horizon, times, time_kind) -> float:
+    def _horizon_seconds(self, horizon, times, time_kind, time_scale) -> float:
         value = self.horizon if horizon is None else horizon
         if value is None:
             spans = [t[-1] - t[0] for t in times if len(t) > 1]
             span = float(np.median(spans)) if spans else 0.0
-            return span / 4 if span > 0 else 10.0 * time_scale_from_times(times)
+            return span / 4 if span > 0 else 10.0 * time_scale
         if isinstance(value, pd.Timedelta) or isinstance(value, np.timedelta64):
             if time_kind == "numeric":
                 raise ValueError(f"horizon {value!r} is a Timedelta, but y is indexed by numbers: give a number")
@@ -540,26 +540,16 @@ def _index_value(seconds, time_kind):
     return seconds
 
 
-def _pooled(scales: list[SeriesScale]) -> SeriesScale:
-    """The median scale over series (for series new to the model)."""
-    return SeriesScale(*(np.median(np.stack([getattr(c, f) for c in scales]), axis=0) for f in ("spread", "center", "width")))
-
-
-def _scales(values) -> list[SeriesScale]:
-    """Each series' scale; a column without its own (fewer than two
-    observations, or constant) takes the median over the series that have
-    one, else (1, 0, 1)."""
+def _scales(values) -> tuple[list[SeriesScale], SeriesScale]:
+    """Each series' scale, and the default for series without one: a
+    column without its own (fewer than two observations, or constant)
+    takes the median over the series that have one, else (1, 0, 1)."""
     own = [SeriesScale.of(v, SeriesScale(*(np.full(v.shape[1], np.nan),) * 3)) for v in values]
     with np.errstate(all="ignore"):
         pooled = [np.nanmedian(np.stack([getattr(c, f) for c in own]), axis=0) for f in ("spread", "center", "width")]
     ones, zeros = np.ones(values[0].shape[1]), np.zeros(values[0].shape[1])
     default = SeriesScale(*(np.where(np.isfinite(p), p, d) for p, d in zip(pooled, (ones, zeros, ones))))
-    return [SeriesScale.of(v, default) for v in values]
-
-
-def time_scale_from_times(times) -> float:
-    gaps = [np.diff(t) for t in times if len(t) > 1]
-    return float(np.median(np.concatenate(gaps))) if gaps else 1.0
+    return [SeriesScale.of(v, default) for v in values], default
 
 
 def _window_starts(length: int, window: int) -> list[int]:

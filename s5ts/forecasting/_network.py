@@ -133,12 +133,6 @@ def query_nll(outputs, targets, weights):
     return _masked(0.5 * (jnp.log(2 * jnp.pi * var) + (clean - mean) ** 2 / var), targets, weights)
 
 
-def query_squared_error(outputs, targets, weights):
-    """Squared error of the mean over the queries that have a target."""
-    clean = jnp.where(jnp.isfinite(targets), targets, 0.0)
-    return _masked((outputs[0] - clean) ** 2, targets, weights)
-
-
 # --------------------------------------------------------------------------
 # inference (jitted; inputs padded to bucket lengths so repeated calls share
 # a few compiled shapes)
