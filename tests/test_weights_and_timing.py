@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
@@ -187,3 +189,19 @@ def test_the_cache_keeps_one_folder_per_core_count(tmp_path):
     all_cores = _probe(env)
     assert all_cores["dir"] == str(tmp_path / f"cpus-{len(os.sched_getaffinity(0))}")
     assert all_cores["hits"] == 0  # nothing of the one-core programs is reused
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux's /proc")
+def test_compiled_programs_are_released_near_the_mapping_limit():
+    from s5ts.training import release_compiled_programs
+    from s5ts.training._cache import _memory_mappings
+
+    programs = [jax.jit(lambda x, k=k: jnp.sin(x) * k + jnp.cos(x) ** k) for k in range(20)]
+    for program in programs:
+        program(jnp.ones(7)).block_until_ready()
+    before, _ = _memory_mappings()
+    assert not release_compiled_programs(share=1.0)  # far below the limit: kept
+    assert all(program._cache_size() == 1 for program in programs)
+    assert release_compiled_programs(share=0.0)
+    assert all(program._cache_size() == 0 for program in programs)
+    assert _memory_mappings()[0] < before  # the executables' mappings went with them

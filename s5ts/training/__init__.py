@@ -5,7 +5,12 @@ Used by the estimators, the sktime forecaster and the CRU baseline through
 these names; nothing here imports scikit-learn or sktime.
 """
 
-from ._cache import compilation_cache_dir, enable_compilation_cache, set_compilation_cache
+from ._cache import (
+    compilation_cache_dir,
+    enable_compilation_cache,
+    release_compiled_programs,
+    set_compilation_cache,
+)
 from ._devices import Placement, placement_for, to_default_device
 from ._early_stopping import EarlyStopping
 from ._loop import (
@@ -64,6 +69,7 @@ __all__ = [
     "point_prediction",
     "predict_outputs",
     "schedule_scales",
+    "release_compiled_programs",
     "set_compilation_cache",
     "split_validation",
     "squared_error",

@@ -1,4 +1,5 @@
-"""JAX's persistent compilation cache, on by default for s5ts.
+"""JAX's compilation caches: the persistent one, on by default for s5ts, and
+a guard on the one in memory (`release_compiled_programs`).
 
 Compiling a training step takes seconds on a CPU; with the cache a second
 process (a new notebook kernel, the next script) reads the compiled programs
@@ -22,10 +23,21 @@ under `taskset -c 0` and read back by a process with two cores ran its
 training step at one core's speed (2.3× slower, measured on the pendulum
 model; docs/performance.md). A cache configured through JAX has no such
 subfolders: keep one per core count yourself.
+
+In memory, JAX keeps every program it compiled for the life of the process,
+and XLA's CPU runtime holds a few memory mappings per kernel of each (about
+400 for one small `fit`). A process that compiles thousands of programs (a
+long notebook session of differently shaped fits, a test suite) reaches
+Linux's limit, `vm.max_map_count` (65,530 by default), and the next
+compilation crashes the process (SIGSEGV or SIGABRT inside XLA).
+`release_compiled_programs`, which `train` calls first, drops JAX's compiled
+programs (`jax.clear_caches`) well before that: a program needed again is
+compiled again (or read from the persistent cache).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -93,3 +105,34 @@ def enable_compilation_cache() -> None:
 
     compilation_cache.reset_cache()
     _configured[0] = True
+
+
+#: The share of `vm.max_map_count` past which `release_compiled_programs`
+#: drops JAX's compiled programs.
+MAPPING_SHARE = 0.5
+
+
+def _memory_mappings() -> tuple[int, int] | None:
+    """(mappings this process holds, the kernel's limit), or None where
+    /proc does not say (not Linux)."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            limit = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            used = sum(1 for _ in f)
+    except (OSError, ValueError):
+        return None
+    return used, limit
+
+
+def release_compiled_programs(share: float = MAPPING_SHARE) -> bool:
+    """Drop JAX's in-memory compiled programs (`jax.clear_caches`) when this
+    process holds more than `share` of the memory mappings Linux allows it
+    (see the module docstring); returns whether it did. Elsewhere, and below
+    the share, nothing happens."""
+    counts = _memory_mappings()
+    if counts is None or counts[0] <= share * counts[1]:
+        return False
+    jax.clear_caches()
+    gc.collect()  # the executables go, and their mappings with them
+    return True

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._cache import release_compiled_programs
 from ._devices import placement_for, to_default_device
 from ._early_stopping import EarlyStopping
 from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, with_learning_rates
@@ -278,6 +279,7 @@ def train(
     """
     if schedule not in ("cosine", "constant"):
         raise ValueError(f"schedule must be 'cosine' or 'constant', got {schedule!r}")
+    release_compiled_programs()
     epochs = config.max_epochs if epochs is None else epochs
     rows = batch_rows(len(train_data), config.batch_size)
     n_steps = steps_per_epoch(train_data, rows)
