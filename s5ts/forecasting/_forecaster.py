@@ -486,12 +486,7 @@ def _timestamps(index: pd.Index) -> pd.Index:
 
 
 def _to_panel(series, name):
-    frames = []
-    for _, frame in series:
-        if isinstance(frame.index, pd.PeriodIndex):
-            frame = frame.copy()
-            frame.index = frame.index.to_timestamp()
-        frames.append(frame)
+    frames = [frame.set_axis(_timestamps(frame.index)) for _, frame in series]
     ids = pd.Index([sid for sid, _ in series], tupleize_cols=False, dtype=object)
     try:
         return to_panel(pd.Series(frames, index=ids, dtype=object))
@@ -511,8 +506,7 @@ def _x_rows(sid, by_id, index, columns) -> np.ndarray:
         raise ValueError(f"{_where(sid)}X has no rows for this series")
     x_frame = _x_columns(by_id[sid], columns)
     index = _timestamps(index)
-    if isinstance(x_frame.index, pd.PeriodIndex):
-        x_frame = x_frame.set_axis(x_frame.index.to_timestamp())
+    x_frame = x_frame.set_axis(_timestamps(x_frame.index))
     missing = ~index.isin(x_frame.index)
     if missing.any():
         raise ValueError(

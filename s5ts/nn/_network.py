@@ -175,11 +175,14 @@ class SequenceNetwork(eqx.Module):
         step repeats the state before it), from `state` (default: zero), for
         causal per-step networks: `step` from the state after step k equals
         continuing the sequence there."""
-        if self.pooling != "none":
-            raise ValueError(f"states() needs per-step outputs (pooling='none'), not {self.pooling!r}")
+        self._require_per_step("states()")
         state = self.init_state() if state is None else state
         _, _, states = self._hidden(u, gaps, mask, extra, state, key, inference, every_step=True)
         return states
+
+    def _require_per_step(self, what: str) -> None:
+        if self.pooling != "none":
+            raise ValueError(f"{what} needs per-step outputs (pooling='none'), not {self.pooling!r}")
 
     def init_state(self) -> tuple[Complex[Array, " P"], ...]:
         """Zero states of every block: the start of a new series."""
@@ -194,8 +197,7 @@ class SequenceNetwork(eqx.Module):
     ) -> tuple[tuple[Complex[Array, " P"], ...], Any]:
         """Online mode for causal per-step networks: `(state, u_k, gap_k) ->
         (new_state, output_k)`, equal to the sequence mode's output at step k."""
-        if self.pooling != "none":
-            raise ValueError(f"step mode needs per-step outputs (pooling='none'), not {self.pooling!r}")
+        self._require_per_step("step mode")
         h = self._embed(u_k, extra_k)
         new_state = []
         for block, block_state in zip(self.blocks, state):
@@ -214,8 +216,7 @@ class SequenceNetwork(eqx.Module):
         """Sequence mode that also carries states (inference, causal networks):
         continues from `state` and returns `(per-step outputs, states after the
         last real step)`, so a long series can be processed in chunks."""
-        if self.pooling != "none":
-            raise ValueError(f"run() needs per-step outputs (pooling='none'), not {self.pooling!r}")
+        self._require_per_step("run()")
         state = self.init_state() if state is None else state
         h, _, last_states = self._hidden(u, gaps, mask, extra, state, None, True)
         return jax.vmap(self.head)(h), last_states
