@@ -1,7 +1,9 @@
 """Shared fixtures: PRNG keys, float64 scope, a float64 check and a tree comparison helper."""
 
+import contextlib
 import inspect
 import itertools
+import logging
 
 import jax
 import jax.numpy as jnp
@@ -59,3 +61,56 @@ def unchecked(function):
     that the test suite adds (`--jaxtyping-packages`): to test the function's
     own validation, which is what users without that check meet."""
     return inspect.unwrap(function)
+
+
+class _Compilations(logging.Handler):
+    """Counts JAX's "Compiling jit(train_step) ..." log records."""
+
+    def __init__(self):
+        super().__init__(level=logging.DEBUG)
+        self.count = 0
+
+    def emit(self, record):
+        if "Compiling jit(train_step)" in record.getMessage():
+            self.count += 1
+
+
+@contextlib.contextmanager
+def train_step_compilations():
+    """`with train_step_compilations() as compiled:` ... `compiled.count`:
+    the training steps JAX compiled inside the block."""
+    handler = _Compilations()
+    logger = logging.getLogger("jax")
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
+@pytest.fixture
+def without_persistent_cache():
+    """JAX's persistent compilation cache off for one test, then on again:
+    sktime's checks compile hundreds of throwaway programs that a disk cache
+    cannot help."""
+    from jax.experimental.compilation_cache import compilation_cache
+
+    enabled = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", enabled)
+        compilation_cache.reset_cache()
+
+
+def assert_passes_check_estimator(estimator):
+    """sktime's whole conformance suite for `estimator`, with zero failures."""
+    from sktime.utils.estimator_checks import check_estimator
+
+    results = check_estimator(estimator, raise_exceptions=False, verbose=False)
+    failures = {name: str(outcome)[:500] for name, outcome in results.items() if outcome != "PASSED"}
+    assert len(results) > 100
+    assert not failures, failures

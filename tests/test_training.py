@@ -2,7 +2,6 @@
 learning-rate schedule, the optimiser's parameter groups, early stopping,
 batching and the padded losses against naive references."""
 
-import logging
 import math
 
 import equinox as eqx
@@ -12,6 +11,7 @@ import numpy as np
 import optax
 import pytest
 
+from conftest import train_step_compilations
 from s5ts import S5Regressor
 from s5ts.baselines import CRURegressor
 from s5ts.data import bucket_length, plan_buckets
@@ -37,28 +37,10 @@ from s5ts.nn import IdentityEncoder, S5Block, SequenceNetwork
 # compilations: one training step per length bucket
 
 
-class _Compilations(logging.Handler):
-    """Counts JAX's "Compiling jit(train_step) ..." log records."""
-
-    def __init__(self):
-        super().__init__(level=logging.DEBUG)
-        self.count = 0
-
-    def emit(self, record):
-        if "Compiling jit(train_step)" in record.getMessage():
-            self.count += 1
-
-
 def count_train_step_compilations(X, y, estimator=S5Regressor, **params):
-    handler = _Compilations()
-    logger = logging.getLogger("jax")
-    logger.addHandler(handler)
-    try:
-        with jax.log_compiles(True):
-            estimator(**params).fit(X, y)
-    finally:
-        logger.removeHandler(handler)
-    return handler.count
+    with train_step_compilations() as compiled:
+        estimator(**params).fit(X, y)
+    return compiled.count
 
 
 def series_of_lengths(lengths, n_features, seed=0):

@@ -55,12 +55,14 @@ def plan_buckets(
     *,
     min_length: Integral = 8,
     budget: Integral = MERGE_BUDGET,
+    cap: bool = True,
 ) -> np.ndarray:
     """The padded lengths a data set is batched at, sorted.
 
     Start from the power-of-two buckets of `bucket_length`, the longest one
-    capped at the longest series (a data set of one length pays for no
-    padding). Then, cheapest first, merge a bucket into the next longer one
+    capped at the longest series when `cap` (a data set of one length pays
+    for no padding; `cap=False` keeps every bucket a power of two, so data
+    sets of different lengths share compiled shapes). Then, cheapest first, merge a bucket into the next longer one
     while the padded steps this adds, in total over all merges, stay within
     `budget` (steps per epoch; 0 keeps every bucket). Fewer buckets mean
     fewer compiled shapes.
@@ -71,12 +73,16 @@ def plan_buckets(
     [8, 31]
     >>> plan_buckets([5] * 100 + [3000], budget=1000).tolist()
     [8, 3000]
+    >>> plan_buckets([5] * 100 + [3000], budget=1000, cap=False).tolist()
+    [8, 4096]
     """
     lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
     if lengths.size == 0:
         raise ValueError("plan_buckets needs at least one length")
     longest = int(lengths.max())
-    assigned = np.array([min(bucket_length(L, min_length), longest) for L in lengths])
+    assigned = np.array([bucket_length(L, min_length) for L in lengths])
+    if cap:
+        assigned = np.minimum(assigned, longest)
     buckets, counts = (list(a) for a in np.unique(assigned, return_counts=True))
     spent = 0
     while len(buckets) > 1:

@@ -111,15 +111,21 @@ def train_step(model, opt_state, batch, learning_rates, key, optimizer, loss_fn)
 
 
 @eqx.filter_jit
-def evaluate_batch(model, batch, metric_fn):
-    """(weighted sum, sum of weights) of `metric_fn` on one batch, without dropout."""
-    outputs = _batched_outputs(model, batch, None, inference=True)
-    return metric_fn(outputs, batch["y"], batch["weights"])
+def predict_batch(model, batch):
+    return _batched_outputs(model, batch, None, inference=True)
 
 
 @eqx.filter_jit
-def predict_batch(model, batch):
-    return _batched_outputs(model, batch, None, inference=True)
+def _metric(metric_fn, outputs, targets, weights):
+    return metric_fn(outputs, targets, weights)
+
+
+def evaluate_batch(model, batch, metric_fn):
+    """(weighted sum, sum of weights) of `metric_fn` on one batch, without
+    dropout: the metric on `predict_batch`'s outputs, so validation and
+    prediction share one compiled forward pass (each costs seconds to
+    compile on a CPU; the metric's own program is tiny)."""
+    return _metric(metric_fn, predict_batch(model, batch), batch["y"], batch["weights"])
 
 
 def evaluate(model, data: Sequences, batch_size: int, metric_fn) -> float:

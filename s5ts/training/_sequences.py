@@ -30,6 +30,10 @@ class Sequences:
       (float32, or int32 class indices (n,)); None at prediction.
     - `weights`: (n,) float32 weight of each series in the loss and the
       validation metric (`sample_weight`), or None for weight 1.
+    - `cap_length`: cap the longest bucket at the longest series (no
+      padding for data of one length); False pads every batch to a power
+      of two, so fits on data of other lengths reuse the compiled programs
+      (`s5ts.data.plan_buckets`).
     """
 
     inputs: tuple
@@ -38,6 +42,7 @@ class Sequences:
     targets: Any = None
     per_step: bool = False
     weights: np.ndarray | None = None
+    cap_length: bool = True
 
     def __len__(self) -> int:
         return len(self.inputs)
@@ -82,10 +87,11 @@ def padded_batch(data: Sequences, indices: np.ndarray, rows: int, length: int | 
     steps (padded steps: value 0, gap 0, mask False; padded rows: weight 0).
 
     `length` defaults to the bucket of the longest series at `indices`,
-    capped at the longest series of `data`."""
+    capped at the longest series of `data` if `data.cap_length`."""
     if length is None:
-        longest = int(data.lengths.max())
-        length = min(bucket_length(int(max(len(data.gaps[i]) for i in indices))), longest)
+        length = bucket_length(int(max(len(data.gaps[i]) for i in indices)))
+        if data.cap_length:
+            length = min(length, int(data.lengths.max()))
     u, mask = pad_batch([data.inputs[i] for i in indices], length, batch_size=rows)
     gaps, _ = pad_batch([data.gaps[i] for i in indices], length, batch_size=rows)
     batch = {"u": u, "gaps": gaps, "mask": mask}
@@ -118,7 +124,7 @@ def iterate_batches(
     """(indices, batch) pairs over the length buckets of `plan_buckets`;
     each batch split over the local devices (`placement_for(rows)`)."""
     placement = placement_for(rows)
-    buckets = plan_buckets(data.lengths)
+    buckets = plan_buckets(data.lengths, cap=data.cap_length)
     padded = assign_buckets(data.lengths, buckets)
     for indices in make_batches(data.lengths, rows, shuffle=shuffle, rng=rng, buckets=buckets):
         yield indices, placement.put_batch(padded_batch(data, indices, rows, int(padded[indices[0]])))
@@ -126,4 +132,4 @@ def iterate_batches(
 
 def steps_per_epoch(data: Sequences, rows: int) -> int:
     """The number of batches an epoch over `data` takes."""
-    return len(make_batches(data.lengths, rows, shuffle=False, buckets=plan_buckets(data.lengths)))
+    return len(make_batches(data.lengths, rows, shuffle=False, buckets=plan_buckets(data.lengths, cap=data.cap_length)))
