@@ -25,6 +25,7 @@ from s5ts.forecasting import (
     observation_steps,
     query_examples,
 )
+from conftest import train_step_compilations
 from s5ts.nn import S5SSM
 
 FAST = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 3, "random_state": 0}
@@ -162,6 +163,36 @@ def test_intervals_widen_with_the_lead_on_a_random_walk(random_walk):
     assert sd[-1] > 3 * sd[0]
 
 
+def test_fits_of_other_horizons_and_lengths_reuse_the_compiled_step():
+    # Training never reads the horizon, and windows are padded to powers of
+    # two: series of 40 and 55 points with different horizons share one
+    # compiled training step (docs/forecasting.md, "Compilation").
+    rng = np.random.default_rng(7)
+    params = dict(FAST, n_layers=1, d_model=8, state_size=6, n_queries=3, max_epochs=1)
+
+    def series(n):
+        hours = np.cumsum(rng.exponential(1.0, n))
+        return pd.Series(np.sin(hours), index=pd.to_timedelta(hours, unit="h"))
+
+    with train_step_compilations() as compiled:
+        Forecaster(**params).fit(series(40), horizon=pd.Timedelta(hours=3))
+        Forecaster(**params).fit(series(55), horizon=pd.Timedelta(hours=11))
+    assert compiled.count == 1
+
+
+def test_other_discretisation_activation_and_no_calendar():
+    hours = np.cumsum(np.random.default_rng(8).exponential(6.0, 60))
+    y = pd.Series(np.sin(hours / 24), index=pd.Timestamp("2024-01-01") + pd.to_timedelta(hours, unit="h"))
+    future = y.index[-1] + pd.to_timedelta([3, 30], unit="h")
+    default = Forecaster(**FAST).fit(y)
+    other = Forecaster(**FAST, discretization="bilinear", activation="gelu", warmup_epochs=0, calendar=None).fit(y)
+    assert default.cycles_ and other.cycles_ == ()
+    assert other.network_.network.blocks[0].ssm.discretization == "bilinear"
+    mean, var, _ = other.predict_distribution(future)
+    assert np.isfinite(mean).all() and (var > 0).all()
+    assert not np.allclose(mean, default.predict(future).to_numpy())
+
+
 def test_a_linear_trend_is_extrapolated():
     rng = np.random.default_rng(1)
     t = np.sort(rng.uniform(0, 200, 150))
@@ -197,6 +228,21 @@ def test_calibration_factor_reaches_the_nominal_coverages():
     assert np.mean(z <= 1.2816) >= 0.8 - 1e-3 and np.mean(z <= 1.96) >= 0.95 - 1e-3
     assert calibration_factor(np.zeros(10), np.ones(10)) == 0.25
     assert calibration_factor(np.zeros(0), np.zeros(0)) == 1.0
+
+
+def test_calibration_factor_uses_the_conformal_order_statistic():
+    # Of n held-out errors, coverage c is met by the ceil((n + 1) c)-th
+    # smallest standardised error (split conformal prediction), the largest
+    # when that exceeds n: a naive sort of each.
+    rng = np.random.default_rng(5)
+    for n in (7, 19, 40, 333):
+        errors, var = rng.normal(size=n) * 3.0, rng.uniform(0.5, 2.0, n)
+        z = sorted(abs(e) / np.sqrt(v) for e, v in zip(errors, var))
+        expected = [np.sqrt(np.mean(np.square(z)))]
+        for c, quantile in ((0.8, 1.2815515655446004), (0.95, 1.959963984540054)):
+            rank = min(int(np.ceil((n + 1) * c)), n)
+            expected.append(z[rank - 1] / quantile)
+        assert calibration_factor(errors, var) == pytest.approx(max(expected), rel=1e-12)
 
 
 def test_nan_in_y_is_not_observed():

@@ -175,7 +175,7 @@ class Forecaster(BaseEstimator):
         seed = check_random_state(self.random_state).randint(2**31 - 1)
         rng = np.random.default_rng(seed)
         train_data, valid_data = self._examples(layout, times, values, exog, scales, lead, rng)
-        network = self._build_network(layout, lead / time_scale, seed)
+        network = self._build_network(layout, seed)
         config = TrainingConfig.from_estimator(self)
         result = train(
             TrainingState(model=network, opt_state=config.init_optimizer_state(network)),
@@ -262,7 +262,7 @@ class Forecaster(BaseEstimator):
             )
         return _sequences(train_parts), (_sequences(valid_parts) if valid_parts else None)
 
-    def _build_network(self, layout: StepLayout, max_lead: float, seed: int) -> MultiHorizonNetwork:
+    def _build_network(self, layout: StepLayout, seed: int) -> MultiHorizonNetwork:
         k_proj, k_head, k_blocks = jax.random.split(jax.random.key(seed), 3)
         blocks = make_blocks(
             self.n_layers, self.d_model, self.state_size, self.blocks, self.discretization,
@@ -271,24 +271,35 @@ class Forecaster(BaseEstimator):
             key=k_blocks,
         )
         network = SequenceNetwork(IdentityEncoder(layout.n_inputs), blocks, eqx.nn.Identity(), pooling="none", key=k_proj)
-        return MultiHorizonNetwork(network, self.d_model, layout.d, layout.n_inputs, max_lead, key=k_head)
+        return MultiHorizonNetwork(network, self.d_model, layout.d, layout.n_inputs, key=k_head)
 
     # ------------------------------------------------------------------
     # forecasts
 
-    def predict_distribution(self, times, X=None) -> tuple[np.ndarray, np.ndarray, pd.Index]:
+    def predict_distribution(
+        self, times, X=None, *, at_first: str = "raise"
+    ) -> tuple[np.ndarray, np.ndarray, pd.Index]:
         """Gaussian forecasts at absolute `times` for every series:
         `(mean (S·Q, d), var (S·Q, d), index)` in original units, rows
         series-major (the index: `times`, or (series…, time) for a panel).
         A time at or before an observation is forecast from the history
-        strictly before it (one step ahead in-sample)."""
+        strictly before it (one step ahead in-sample).
+
+        A series' first observation time has no history to forecast from:
+        `at_first="raise"` (default) raises, `"nan"` gives NaN mean and
+        variance there (sktime's full in-sample horizons include it). A
+        time before the first observation always raises."""
         check_is_fitted(self, "network_")
+        if at_first not in ("raise", "nan"):
+            raise ValueError(f"at_first must be 'raise' or 'nan', got {at_first!r}")
         when = _timestamps(pd.Index(times))
         seconds = self._seconds(when)
-        x_by_id = {} if X is None or self._meta["x_columns"] is None else dict(split_series(_as_frame(X, "X")))
+        x_by_id = {}
+        if X is not None and self._meta["x_columns"] is not None:
+            x_by_id = {sid: f.set_axis(_timestamps(f.index)) for sid, f in split_series(_as_frame(X, "X"))}
         means, variances = [], []
         for sid, record in self.series_.items():
-            mean, var = self._series_forecast(sid, record, when, seconds, x_by_id.get(sid), X is not None)
+            mean, var = self._series_forecast(sid, record, when, seconds, x_by_id.get(sid), X is not None, at_first)
             means.append(mean)
             variances.append(var)
         return np.concatenate(means), np.concatenate(variances), self._output_index(when)
@@ -299,9 +310,11 @@ class Forecaster(BaseEstimator):
         mean, _, index = self.predict_distribution(times, X)
         return pd.DataFrame(mean, index=index, columns=self._meta["y_columns"])
 
-    def _series_forecast(self, sid, record: SeriesState, when, seconds, x_frame, has_x):
+    def _series_forecast(self, sid, record: SeriesState, when, seconds, x_frame, has_x, at_first="raise"):
         layout = self._layout
         origin = np.searchsorted(record.times, seconds, side="left") - 1
+        no_history = (seconds == record.times[0]) if at_first == "nan" else np.zeros(len(seconds), bool)
+        origin[no_history] = 0  # a placeholder: these rows become NaN
         if (origin < 0).any():
             first = when[np.flatnonzero(origin < 0)[0]]
             raise ValueError(
@@ -309,7 +322,7 @@ class Forecaster(BaseEstimator):
                 f"({_index_value(record.times[0], self._meta['time_kind'])}), and a forecast needs history before it"
             )
         level = last_values(record.y)[origin]
-        unknown = np.isnan(level).any(axis=1)
+        unknown = np.isnan(level).any(axis=1) & ~no_history
         if unknown.any():
             k = np.flatnonzero(unknown)[0]
             column = self._meta["y_columns"][np.flatnonzero(np.isnan(level[k]))[0]]
@@ -329,8 +342,10 @@ class Forecaster(BaseEstimator):
         if self._meta["x_columns"] is not None:
             x = self._query_x(sid, record, when, seconds, x_frame, has_x)
         u, leads = query_steps(layout, seconds, x, record.times[origin])
-        mean, var = forecast(self.network_, tuple(states), u, leads)
-        return level + spread * mean, var * spread**2 * self.interval_scale_**2
+        mean, var = forecast(self.network_, tuple(states), u, leads, self.horizon_ / self.time_scale_)
+        mean, var = level + spread * mean, var * spread**2 * self.interval_scale_**2
+        mean[no_history] = var[no_history] = np.nan
+        return mean, var
 
     def _query_x(self, sid, record, when, seconds, x_frame, has_x):
         """Standardised exogenous features at the requested times: from
@@ -564,6 +579,7 @@ def _sequences(parts) -> Sequences:
         extra=tuple(p[2] for p in parts),
         targets=tuple(p[3] for p in parts),
         per_step=True,
+        cap_length=False,  # power-of-two lengths: fits of other lengths reuse the compiled programs
     )
 
 
@@ -576,13 +592,17 @@ def calibration_factor(errors: np.ndarray, variances: np.ndarray) -> float:
     """The factor on the standard deviations from held-out errors and
     predicted variances: the largest of the one that makes the standardised
     squared errors average 1 and those that make the central 80 % and 95 %
-    intervals cover that share of the errors (never below 1/4, so one
-    lucky tail cannot collapse the intervals); 1 without errors."""
-    z = np.abs(errors) / np.sqrt(np.maximum(variances, 1e-12))
-    if len(z) == 0:
+    intervals cover that share of the errors, each with split conformal
+    prediction's finite-sample quantile (of n errors the
+    ⌈(n + 1)·c⌉-th smallest, the largest when that exceeds n), so a short
+    held-out tail errs wide; never below 1/4, so one lucky tail cannot
+    collapse the intervals; 1 without errors."""
+    z = np.sort(np.abs(errors) / np.sqrt(np.maximum(variances, 1e-12)))
+    n = len(z)
+    if n == 0:
         return 1.0
     factors = [np.sqrt(np.mean(z**2))]
-    factors += [np.quantile(z, c) / norm.ppf(0.5 + c / 2) for c in CALIBRATED_COVERAGES]
+    factors += [z[min(math.ceil((n + 1) * c), n) - 1] / norm.ppf(0.5 + c / 2) for c in CALIBRATED_COVERAGES]
     return float(max(max(factors), 0.25))
 
 

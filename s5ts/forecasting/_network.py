@@ -52,7 +52,7 @@ class LeadHead(eqx.Module):
         self.lead_slope = jnp.ones(n_outputs)
         self.offset = jnp.zeros(n_outputs)
 
-    def __call__(self, h: Float[Array, " H"], lead: Float[Array, ""], max_lead: float = jnp.inf):
+    def __call__(self, h: Float[Array, " H"], lead: Float[Array, ""], max_lead: Float[Array, ""] | float = jnp.inf):
         """Beyond `max_lead` (the longest lead trained for) the mean holds
         what it reached there (a damped trend); the variance keeps growing."""
         seen = jnp.minimum(lead, max_lead)
@@ -63,9 +63,7 @@ class LeadHead(eqx.Module):
 
 
 class MultiHorizonNetwork(eqx.Module):
-    """`max_lead`: the longest lead trained for (model units); see `LeadHead`.
-
-    **Call:** `net(u (L, n_in), gaps (L,), mask (L,), queries (L, K·(n_in+1)),
+    """**Call:** `net(u (L, n_in), gaps (L,), mask (L,), queries (L, K·(n_in+1)),
     *, key=None, inference=True) -> (mean, var)`, each (L, K·d): the Gaussian
     forecast of each origin's K queries (a query is a step input followed by
     its lead, as `query_examples` lays them out)."""
@@ -73,7 +71,6 @@ class MultiHorizonNetwork(eqx.Module):
     network: SequenceNetwork  # its head is the identity: `head` reads the lead too
     head: LeadHead
     n_inputs: int = eqx.field(static=True)
-    max_lead: float = eqx.field(static=True)
 
     def __init__(
         self,
@@ -81,21 +78,24 @@ class MultiHorizonNetwork(eqx.Module):
         d_model: int,
         n_outputs: int,
         n_inputs: int,
-        max_lead: float = float("inf"),
         *,
         key: PRNGKeyArray,
     ):
         self.network = network
         self.head = LeadHead(d_model, n_outputs, key=key)
         self.n_inputs = n_inputs
-        self.max_lead = float(max_lead)
 
-    def query(self, state: State, u_q: Float[Array, " D"], lead: Float[Array, ""]):
+    def query(self, state: State, u_q: Float[Array, " D"], lead: Float[Array, ""], max_lead: Float[Array, ""] | float = jnp.inf):
         """The Gaussian forecast `(mean (d,), var (d,))` of one query from the
         state after its origin: the forecast step, then the head on the
-        blocks' output and log(1 + lead)."""
+        blocks' output and log(1 + lead); `max_lead`, the longest lead
+        trained for (model units), as in `LeadHead`.
+
+        `max_lead` is an argument, not a field: training draws every lead
+        within the horizon (`draw_queries`), so the compiled training step
+        never needs it and is shared by fits of any horizon."""
         _, h = self.network.step(state, u_q, lead)
-        return self.head(h, lead, self.max_lead)
+        return self.head(h, lead, max_lead)
 
     def __call__(
         self,
@@ -149,8 +149,8 @@ def _every_state(network, u, gaps, mask, state):
 
 
 @eqx.filter_jit
-def _query(model, states, u, gaps):
-    return jax.vmap(model.query)(states, u, gaps)
+def _query(model, states, u, gaps, max_lead):
+    return jax.vmap(lambda s, u_q, g: model.query(s, u_q, g, max_lead))(states, u, gaps)
 
 
 def _padded(u, gaps):
@@ -171,14 +171,17 @@ def states_after_each_step(network: SequenceNetwork, state: State, u, gaps) -> t
     return tuple(s[: len(gaps)] for s in states)
 
 
-def forecast(model: MultiHorizonNetwork, states: tuple, u, gaps) -> tuple[np.ndarray, np.ndarray]:
+def forecast(
+    model: MultiHorizonNetwork, states: tuple, u, gaps, max_lead: float = np.inf
+) -> tuple[np.ndarray, np.ndarray]:
     """Gaussian forecast steps, one per query from its own state (per block
-    (Q, P)): `(mean (Q, d), var (Q, d))`, in the network's (scaled) units."""
+    (Q, P)): `(mean (Q, d), var (Q, d))`, in the network's (scaled) units;
+    `max_lead` as in `MultiHorizonNetwork.query`."""
     Q = len(gaps)
     rows = bucket_length(Q, min_length=4)
     pad = rows - Q
     u_p = np.concatenate([u, np.zeros((pad, u.shape[1]), u.dtype)])
     g_p = np.concatenate([gaps, np.zeros(pad, gaps.dtype)])
     s_p = tuple(jnp.concatenate([s, jnp.zeros((pad, s.shape[1]), s.dtype)]) for s in states)
-    mean, var = _query(model, s_p, u_p, g_p)
+    mean, var = _query(model, s_p, u_p, g_p, jnp.asarray(max_lead, jnp.float32))
     return np.asarray(mean[:Q], np.float64), np.asarray(var[:Q], np.float64)
