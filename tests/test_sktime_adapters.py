@@ -14,8 +14,9 @@ pytest.importorskip("sktime")
 
 from sklearn.model_selection import KFold  # noqa: E402
 
+from conftest import assert_passes_check_estimator  # noqa: E402
 from s5ts import S5Classifier, S5Regressor  # noqa: E402
-from s5ts.sktime import S5Forecaster, S5TimeSeriesClassifier, S5TimeSeriesRegressor  # noqa: E402
+from s5ts.sktime import S5TimeSeriesClassifier, S5TimeSeriesRegressor  # noqa: E402
 from s5ts.sktime._common import FAST_PARAMETERS, PANEL_PARAMETERS  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -193,41 +194,17 @@ def test_tuning_with_sktime_grid_search(panel):
 # sktime's conformance suite (one to six minutes each; part of every run)
 
 
-@pytest.fixture
-def without_persistent_cache():
-    """JAX's persistent compilation cache off for one test, then on again:
-    sktime's checks compile hundreds of throwaway programs that a disk cache
-    cannot help."""
-    import jax
-    from jax.experimental.compilation_cache import compilation_cache
-
-    enabled = jax.config.jax_enable_compilation_cache
-    jax.config.update("jax_enable_compilation_cache", False)
-    compilation_cache.reset_cache()
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_compilation_cache", enabled)
-        compilation_cache.reset_cache()
-
-
 @pytest.mark.parametrize(
     "estimator",
     [
         S5TimeSeriesRegressor,
         S5TimeSeriesClassifier,
-        # Slow-only: it fits hundreds of forecasters, over 10 minutes on the
-        # 2-core machine; run it with `python3 -m pytest -m slow -k check_estimator`.
-        pytest.param(S5Forecaster, marks=pytest.mark.slow),
+        # The forecaster's: tests/test_sktime_forecaster_conformance.py (its
+        # own file, so that pytest-xdist runs it beside these two).
     ],
 )
 def test_sktime_check_estimator(estimator, without_persistent_cache):
-    from sktime.utils.estimator_checks import check_estimator
-
-    results = check_estimator(estimator, raise_exceptions=False, verbose=False)
-    failures = {name: str(outcome)[:500] for name, outcome in results.items() if outcome != "PASSED"}
-    assert len(results) > 100
-    assert not failures, failures
+    assert_passes_check_estimator(estimator)
 
 
 # --------------------------------------------------------------------------

@@ -144,8 +144,22 @@ def test_in_sample_forecasts_are_one_step_from_the_state_before(series, fitted):
     in_sample = fitted.predict(_absolute(series.index[1:]))
     np.testing.assert_allclose(in_sample, expected, rtol=1e-4, atol=1e-5)
     assert np.all(fitted.predict_var(_absolute(series.index[1:])) > 0)
+
+
+def test_full_in_sample_horizon_is_nan_at_the_first_time_only(series, fitted):
+    # sktime's full in-sample horizon includes the first observation, which
+    # has no history: the adapter gives NaN there, the core raises, and a
+    # time before the first observation raises in both.
+    whole = _absolute(series.index)
+    mean, intervals, var = fitted.predict(whole), fitted.predict_interval(whole), fitted.predict_var(whole)
+    for frame in (mean, intervals, var):
+        rows = np.asarray(frame, dtype=float).reshape(len(series), -1)
+        assert np.isnan(rows[0]).all() and np.isfinite(rows[1:]).all()
+    np.testing.assert_allclose(mean.iloc[1:], fitted.predict(_absolute(series.index[1:])), rtol=1e-6)
     with pytest.raises(ValueError, match="first observation"):
-        fitted.predict(_absolute(series.index[:1]))
+        fitted.forecaster_.predict(series.index[:1])
+    with pytest.raises(ValueError, match="first observation"):
+        fitted.predict(_absolute(series.index[:1] - pd.Timedelta("1s")))
 
 
 def _panel(parts: dict) -> pd.DataFrame:
@@ -215,6 +229,21 @@ def test_exogenous_features_at_the_forecast_times(series):
         forecaster.predict(fh)
     with pytest.raises(ValueError, match="no row at time"):
         forecaster.predict(fh, X=X.iloc[len(series) : -1])
+
+
+def test_exogenous_features_indexed_by_periods_at_predict():
+    # Periods in predict's X are their start times, as in fit's y and X.
+    months = pd.period_range("2020-01", periods=30, freq="M")
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame({"driver": rng.normal(size=30)}, index=months)
+    y = pd.Series(np.sin(np.arange(30) / 3) + 0.5 * X["driver"].to_numpy(), index=months, name="y")
+    forecaster = S5Forecaster(**FAST).fit(y.iloc[:27], X=X.iloc[:27])
+    fh = ForecastingHorizon([1, 2, 3], is_relative=True)
+    by_period = forecaster.predict(fh, X=X.iloc[27:])
+    by_time = forecaster.forecaster_.predict(months[27:].to_timestamp(), X=X.iloc[27:].set_axis(months[27:].to_timestamp()))
+    assert by_period.index.equals(months[27:])
+    np.testing.assert_allclose(by_period.to_numpy(), by_time.to_numpy().ravel(), rtol=1e-6)
+    assert not np.allclose(by_period, forecaster.predict(fh, X=X.iloc[27:] + 1.0))
 
 
 # --------------------------------------------------------------------------
