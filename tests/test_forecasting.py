@@ -15,7 +15,9 @@ from s5ts.forecasting import (
     Forecaster,
     SeriesScale,
     StepLayout,
+    LeadCalibration,
     calibration_factor,
+    lead_calibration,
     calendar_features,
     choose_cycles,
     draw_queries,
@@ -206,15 +208,51 @@ def test_a_linear_trend_is_extrapolated():
     assert prediction[-1] > y.max()
 
 
-def test_calibration_scales_the_held_out_errors_to_unit_variance(random_walk):
+def test_calibration_scales_the_variances_by_the_factor_of_each_lead(random_walk):
     model = Forecaster(**FAST).fit(random_walk)
-    assert model.interval_scale_ > 0 and np.isfinite(model.interval_scale_)
+    factors = model.calibration_.factors
+    assert np.all(np.isfinite(factors)) and np.all(factors > 0) and np.all(np.diff(factors) >= 0)
     unscaled = copy.deepcopy(model)
-    unscaled.interval_scale_ = 1.0
-    future = random_walk.index[-1] + pd.to_timedelta([1.0, 5.0], unit="h")
+    unscaled.calibration_ = LeadCalibration()
+    future = random_walk.index[-1] + pd.to_timedelta([1.0, 5.0, 9.0], unit="h")
     _, var, _ = model.predict_distribution(future)
     _, var1, _ = unscaled.predict_distribution(future)
-    np.testing.assert_allclose(var, var1 * model.interval_scale_**2, rtol=1e-6)
+    leads = (future - random_walk.index[-1]).total_seconds() / model.time_scale_
+    np.testing.assert_allclose(var, var1 * model.calibration_(leads)[:, None] ** 2, rtol=1e-6)
+
+
+def test_lead_calibration_reads_each_band_of_leads_and_never_narrows_with_the_lead():
+    rng = np.random.default_rng(3)
+    n = 4000
+    leads = rng.uniform(0.0, 8.0, n)
+    var = rng.uniform(0.5, 2.0, n)
+    truth = 1.0 + 0.25 * leads  # the errors' true factor grows with the lead
+    errors = rng.normal(size=n) * truth * np.sqrt(var)
+    calibration = lead_calibration(errors, var, leads)
+    # Naive reference: sort by lead, four bands of equal counts, a factor per
+    # band, then the running maximum.
+    order = sorted(range(n), key=lambda i: leads[i])
+    bands = [order[k * n // 4 : (k + 1) * n // 4] for k in range(4)]
+    expected = np.maximum.accumulate([calibration_factor(errors[b], var[b]) for b in bands])
+    np.testing.assert_allclose(calibration.factors, expected, rtol=1e-12)
+    np.testing.assert_allclose(calibration.edges, [leads[b[0]] for b in bands[1:]])
+    # Each band's intervals cover what they claim on fresh errors of the same law.
+    fresh = rng.normal(size=n) * truth * np.sqrt(var)
+    z = np.abs(fresh) / (calibration(leads) * np.sqrt(var))
+    assert np.mean(z <= 1.96) >= 0.94 and np.mean(z <= 1.2816) >= 0.79
+    # The factor grows with the lead, as the errors do, where one factor for
+    # every lead would be too wide early and too narrow late.
+    assert calibration(0.5) < calibration_factor(errors, var) < calibration(7.5)
+    # A band of small errors after one of large errors keeps the larger factor.
+    shrinking = rng.normal(size=n) * (3.0 - 0.3 * leads) * np.sqrt(var)
+    assert np.all(np.diff(lead_calibration(shrinking, var, leads).factors) == 0.0)
+    # Few errors: fewer bands of at least `min_count`; none: no calibration.
+    assert len(lead_calibration(errors[:100], var[:100], leads[:100]).factors) == 2
+    one = lead_calibration(errors[:30], var[:30], leads[:30])
+    assert one.factors.tolist() == [calibration_factor(errors[:30], var[:30])] and one(1e9) == one.factors[0]
+    assert lead_calibration(np.zeros(0), np.zeros(0), np.zeros(0)).factors.tolist() == [1.0]
+    with pytest.raises(ValueError, match="1 edges need 2 factors"):
+        LeadCalibration(np.zeros(1), np.ones(3))
 
 
 def test_calibration_factor_reaches_the_nominal_coverages():

@@ -3,13 +3,16 @@ alone: `Forecaster` (the sktime `s5ts.sktime.S5Forecaster` adapts it), its
 step inputs, calendar features and multi-horizon network."""
 
 from ._calendar import Cycle, calendar_features, choose_cycles
-from ._forecaster import PARAMETERS, Forecaster, SeriesState, calibration_factor, split_series
+from ._calibration import CALIBRATED_COVERAGES, LeadCalibration, calibration_factor, lead_calibration
+from ._forecaster import PARAMETERS, Forecaster, SeriesState, split_series
 from ._network import MultiHorizonNetwork, advance, forecast, query_nll, states_after_each_step
 from ._steps import PRIOR_CHANGES, SeriesScale, StepLayout, draw_queries, last_values, local_spreads, observation_steps, query_examples, query_steps, spread
 
 __all__ = [
+    "CALIBRATED_COVERAGES",
     "Cycle",
     "Forecaster",
+    "LeadCalibration",
     "MultiHorizonNetwork",
     "PRIOR_CHANGES",
     "PARAMETERS",
@@ -23,6 +26,7 @@ __all__ = [
     "draw_queries",
     "forecast",
     "last_values",
+    "lead_calibration",
     "local_spreads",
     "observation_steps",
     "query_examples",

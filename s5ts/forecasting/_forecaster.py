@@ -12,7 +12,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -30,6 +29,7 @@ from ..training import (
     train,
 )
 from ._calendar import ORDERS, choose_cycles
+from ._calibration import LeadCalibration, lead_calibration
 from ._network import (
     MultiHorizonNetwork,
     advance,
@@ -80,8 +80,8 @@ class Forecaster(BaseEstimator):
     at the origin carried over each lead exactly ($e^{\Lambda\Delta g}$)
     and a Gaussian head on the change since the origin's last value. The
     last `validation_fraction` of each series' time span is held out of the
-    targets for early stopping and to calibrate the intervals
-    (`calibration_factor`).
+    targets for early stopping and to calibrate the intervals by lead
+    (`lead_calibration`).
 
     **Data:** `y` a Series or DataFrame (d columns; NaN = not observed)
     indexed by time (datetime, timedelta, numbers or periods; irregular),
@@ -99,9 +99,9 @@ class Forecaster(BaseEstimator):
     then the architecture and training parameters of `s5ts.S5Regressor`.
 
     **Fitted attributes:** `network_` (a `MultiHorizonNetwork`), `history_` (per-epoch records),
-    `time_scale_`, `horizon_`, `cycles_`, `interval_scale_` (the
-    calibrated factor on the standard deviations), `series_` (per series
-    id, a `SeriesState`).
+    `time_scale_`, `horizon_`, `cycles_`, `calibration_` (a
+    `LeadCalibration`: the factor on the standard deviations at each lead,
+    in model units), `series_` (per series id, a `SeriesState`).
 
     >>> import numpy as np, pandas as pd
     >>> rng = np.random.default_rng(0)
@@ -189,7 +189,7 @@ class Forecaster(BaseEstimator):
             metric_name="nll",
         )
         model = result.model
-        scale = _calibration(model, valid_data, self.batch_size) if valid_data is not None else 1.0
+        calibration = _calibration(model, valid_data, self.batch_size) if valid_data is not None else LeadCalibration()
         init = model.network.init_state()
         states = {}
         for i, (sid, _) in enumerate(series):
@@ -202,7 +202,7 @@ class Forecaster(BaseEstimator):
         self.time_scale_ = time_scale
         self.horizon_ = lead
         self.cycles_ = cycles
-        self.interval_scale_ = float(scale)
+        self.calibration_ = calibration
         self.series_ = states
         self._layout = layout
         self._meta = meta
@@ -343,7 +343,7 @@ class Forecaster(BaseEstimator):
             x = self._query_x(sid, record, when, seconds, x_frame, has_x)
         u, leads = query_steps(layout, seconds, x, record.times[origin])
         mean, var = forecast(self.network_, tuple(states), u, leads, self.horizon_ / self.time_scale_)
-        mean, var = level + spread * mean, var * spread**2 * self.interval_scale_**2
+        mean, var = level + spread * mean, var * spread**2 * self.calibration_(leads)[:, None] ** 2
         mean[no_history] = var[no_history] = np.nan
         return mean, var
 
@@ -583,35 +583,15 @@ def _sequences(parts) -> Sequences:
     )
 
 
-#: The central coverages whose held-out empirical quantiles the calibrated
-#: intervals must reach (`calibration_factor`).
-CALIBRATED_COVERAGES = (0.8, 0.95)
-
-
-def calibration_factor(errors: np.ndarray, variances: np.ndarray) -> float:
-    """The factor on the standard deviations from held-out errors and
-    predicted variances: the largest of the one that makes the standardised
-    squared errors average 1 and those that make the central 80 % and 95 %
-    intervals cover that share of the errors, each with split conformal
-    prediction's finite-sample quantile (of n errors the
-    ⌈(n + 1)·c⌉-th smallest, the largest when that exceeds n), so a short
-    held-out tail errs wide; never below 1/4, so one lucky tail cannot
-    collapse the intervals; 1 without errors."""
-    z = np.sort(np.abs(errors) / np.sqrt(np.maximum(variances, 1e-12)))
-    n = len(z)
-    if n == 0:
-        return 1.0
-    factors = [np.sqrt(np.mean(z**2))]
-    factors += [z[min(math.ceil((n + 1) * c), n) - 1] / norm.ppf(0.5 + c / 2) for c in CALIBRATED_COVERAGES]
-    return float(max(max(factors), 0.25))
-
-
-def _calibration(model, data: Sequences, batch_size: int) -> float:
-    """`calibration_factor` over the held-out queries of `data`."""
+def _calibration(model, data: Sequences, batch_size: int) -> LeadCalibration:
+    """`lead_calibration` over the held-out queries of `data`."""
     outputs = predict_outputs(model, data, batch_size)
-    errors, variances = [], []
-    for (mean, var), targets in zip(outputs, data.targets):
+    errors, variances, leads = [], [], []
+    for (mean, var), targets, steps in zip(outputs, data.targets, data.extra):
+        L, K = len(targets), steps.shape[1] // (model.n_inputs + 1)
+        lead = np.repeat(steps.reshape(L, K, -1)[..., -1], targets.shape[1] // K, axis=1)  # targets: K x d per origin
         valid = np.isfinite(targets)
         errors.append(targets[valid] - mean[valid])
         variances.append(var[valid])
-    return calibration_factor(np.concatenate(errors), np.concatenate(variances))
+        leads.append(lead[valid])
+    return lead_calibration(np.concatenate(errors), np.concatenate(variances), np.concatenate(leads))
