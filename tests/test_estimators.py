@@ -603,3 +603,46 @@ def test_shared_parameters_signature_defaults_and_unknown_names():
         SharedParameters(exclude=("scan",), scan="sequential")
     everything_but = SharedParameters(exclude=("scan", "warm_start"))
     assert "scan" not in everything_but.defaults and everything_but.defaults["n_layers"] == 2
+
+
+def test_input_hold_reaches_the_network(reg, data):
+    X, y = data
+    unit = S5Regressor(**FAST, max_epochs=2, input_hold="unit").fit(X, y)
+    assert all(block.ssm.input_hold == "unit" for block in unit.model_.blocks)
+    assert all(block.ssm.input_hold == "gap" for block in reg.model_.blocks)
+    assert not np.allclose(unit.predict(X), S5Regressor(**FAST, max_epochs=2).fit(X, y).predict(X))
+    with pytest.raises(ValueError, match="input_hold"):
+        S5Regressor(**FAST, input_hold="held").fit(X, y)
+    with pytest.raises(ValueError, match="input_hold"):
+        copy.deepcopy(reg).set_params(warm_start=True, input_hold="unit").fit(X, y)
+
+
+def event_interval_task(n, seed):
+    """Each series: 0 at 10..30 random times and 1 at two random event times
+    in [0, 10]; the target is the time between the events (the
+    `event_interval` task of benchmarks/accuracy_real.py, smaller)."""
+    rng = np.random.default_rng(seed)
+    X, times, y = [], [], []
+    for _ in range(n):
+        events = np.sort(rng.uniform(0.0, 10.0, 2))
+        t = np.concatenate([rng.uniform(0.0, 10.0, int(rng.integers(10, 31))), events])
+        v = np.concatenate([np.zeros(len(t) - 2), np.ones(2)])
+        order = np.argsort(t)
+        X.append(v[order, None])
+        times.append(t[order])
+        y.append(events[1] - events[0])
+    return X, times, np.array(y)
+
+
+def test_unit_input_hold_reads_events_that_gap_hold_weighs_by_their_gaps():
+    """A spike's input weight under "gap" is proportional to the random gap
+    before it; under "unit" it is the same for every spike."""
+    X, times, y = event_interval_task(256, 0)
+    X_test, times_test, y_test = event_interval_task(128, 100)
+    errors = {}
+    for hold in ("gap", "unit"):
+        model = S5Regressor(
+            **{**FAST, "batch_size": 32, "d_model": 16, "state_size": 8}, max_epochs=30, input_hold=hold
+        ).fit(X, y, times=times)
+        errors[hold] = np.mean((model.predict(X_test, times=times_test) - y_test) ** 2) / np.var(y_test)
+    assert errors["unit"] < 0.5 * errors["gap"], errors

@@ -334,3 +334,10 @@ def test_bad_input_is_named(random_walk):
     late = random_walk.index[40] + pd.Timedelta(minutes=1)
     with pytest.raises(ValueError, match="series 'p2': cannot forecast"):
         model.predict(pd.TimedeltaIndex([late]))
+
+
+def test_input_hold_reaches_the_forecasters_network(random_walk):
+    model = Forecaster(**{**FAST, "max_epochs": 1}, input_hold="unit").fit(random_walk)
+    assert all(block.ssm.input_hold == "unit" for block in model.network_.network.blocks)
+    with pytest.raises(ValueError, match="input_hold"):
+        Forecaster(**FAST, input_hold="held").fit(random_walk)

@@ -149,3 +149,58 @@ def test_ssm_sequential_matches_associative(x64, bidirectional):
 def test_bad_shapes():
     with pytest.raises(ValueError, match="bu must have shape"):
         unchecked(irregular_scan)(jnp.ones(3, jnp.complex64), jnp.ones(3), jnp.ones(4), jnp.ones(4, bool), jnp.ones((4, 2)))
+
+
+@pytest.mark.parametrize("discretization", ["zoh", "bilinear"])
+@pytest.mark.parametrize("hold", ["unit", "mixed"])
+def test_unit_input_hold_matches_unfused(x64, discretization, hold):
+    """`input_hold="unit"`: Λ̄_k from the step Δ g_k, but every input weight
+    from the unit step Δ; `"mixed"`: so for the odd states only (values and
+    gradients against the materialised path)."""
+    from s5ts.nn._discretisation import step_coefficients
+
+    lam_re, lam_im, log_ts, gaps, bu, state, cotangent, mask = problem(4)
+    rule = make_discretisation(discretization)
+
+    def reference(lam_re, lam_im, log_ts, gaps, bu, state):
+        lam = jax.lax.complex(lam_re, lam_im)
+        lam_bar, weight = step_coefficients(rule, lam, jnp.exp(log_ts), gaps, hold)
+        lam_bar = jnp.where(mask[:, None], lam_bar, 1.0)
+        b = jnp.where(mask[:, None], weight * bu, 0.0)
+        b = b.at[0].add(lam_bar[0] * state)
+        return linear_scan(lam_bar, b, "sequential")
+
+    def fused(lam_re, lam_im, log_ts, gaps, bu, state):
+        lam = jax.lax.complex(lam_re, lam_im)
+        return irregular_scan(lam, jnp.exp(log_ts), gaps, mask, bu, state, discretization=discretization,
+                              input_hold=hold)
+
+    lam = jax.lax.complex(lam_re, lam_im)
+    weight = step_coefficients(rule, lam, jnp.exp(log_ts), gaps, hold)[1]
+    gap_weight = rule(lam, jnp.exp(log_ts)[None, :] * gaps[:, None])[1]
+    unit = jnp.broadcast_to(rule(lam, jnp.exp(log_ts))[1], weight.shape)
+    odd = np.arange(weight.shape[1]) % 2 == 1
+    np.testing.assert_allclose(weight[:, odd], unit[:, odd])
+    np.testing.assert_allclose(weight[:, ~odd], (unit if hold == "unit" else gap_weight)[:, ~odd])
+    args = (lam_re, lam_im, log_ts, gaps, bu, state)
+    out_f, vjp_f = jax.vjp(fused, *args)
+    out_r, vjp_r = jax.vjp(reference, *args)
+    np.testing.assert_allclose(out_f, out_r, rtol=1e-10, atol=1e-10)
+    for got, want in zip(vjp_f(cotangent), vjp_r(cotangent)):
+        scale = max(float(np.abs(want).max()), 1.0)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * scale)
+
+
+def test_input_holds_agree_on_unit_gaps_and_differ_otherwise(x64):
+    lam_re, lam_im, log_ts, gaps, bu, state, _, mask = problem(5)
+    lam, ts = jax.lax.complex(lam_re, lam_im), jnp.exp(log_ts)
+    ones = jnp.where(mask, 1.0, 0.0)
+    run = lambda g, hold: irregular_scan(lam, ts, g, mask, bu, state, input_hold=hold)  # noqa: E731
+    np.testing.assert_allclose(run(ones, "unit"), run(ones, "gap"), rtol=1e-12, atol=1e-12)
+    assert not np.allclose(run(gaps, "unit"), run(gaps, "gap"))
+    # "unit": a single impulse enters with the same weight whatever the gap before it
+    impulse = jnp.zeros_like(bu).at[5].set(bu[5])
+    no_state = jnp.zeros_like(state)
+    first = irregular_scan(lam, ts, gaps, mask.at[5].set(True), impulse, no_state, input_hold="unit")[5]
+    longer = irregular_scan(lam, ts, gaps.at[5].mul(7.0), mask.at[5].set(True), impulse, no_state, input_hold="unit")[5]
+    np.testing.assert_allclose(first, longer, rtol=1e-12)

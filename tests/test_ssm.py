@@ -269,3 +269,26 @@ def test_float64_step_mode_equals_sequence_mode_to_1e12(x64, getkey, discretizat
     y_ref, x_ref = naive_ssm(ssm, u, gaps, mask)
     np.testing.assert_allclose(y_seq, y_ref, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(x_seq, x_ref, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("scan", ["associative", "sequential"])
+def test_unit_input_hold_in_sequence_and_step_mode(x64, getkey, scan):
+    """Both scans and the step mode agree under `input_hold="unit"`; with
+    every gap 1 it equals the default `"gap"`."""
+    key = getkey()
+    unit = float64_module(S5SSM(3, 6, 3, scan=scan, input_hold="unit", key=key))
+    gap = float64_module(S5SSM(3, 6, 3, scan=scan, key=key))
+    rng = np.random.default_rng(1)
+    u, gaps, _ = random_inputs(rng, 12, 3)
+    u, gaps = jnp.asarray(u), jnp.asarray(gaps)
+    y, _ = unit(u, gaps)
+    state, steps = unit.init_state(), []
+    for k in range(12):
+        state, y_k = unit.step(state, u[k], gaps[k])
+        steps.append(y_k)
+    np.testing.assert_allclose(jnp.stack(steps), y, rtol=1e-10, atol=1e-10)
+    ones = jnp.ones(12)
+    np.testing.assert_allclose(unit(u, ones)[0], gap(u, ones)[0], rtol=1e-12, atol=1e-12)
+    assert not np.allclose(y, gap(u, gaps)[0])
+    with pytest.raises(ValueError, match="input_hold"):
+        S5SSM(3, 6, input_hold="held", key=key)

@@ -26,6 +26,7 @@ from ..nn import (
     ACTIVATIONS,
     DISCRETISATIONS,
     ENCODERS,
+    INPUT_HOLDS,
     POOLINGS,
     SCAN_METHODS,
     SequenceNetwork,
@@ -174,6 +175,7 @@ S5_CONSTRAINTS = {
     "state_size": [Interval(Integral, 1, None, closed="left")],
     "blocks": [Interval(Integral, 1, None, closed="left")],
     "discretization": [StrOptions(set(DISCRETISATIONS))],
+    "input_hold": [StrOptions(set(INPUT_HOLDS))],
     "bidirectional": ["boolean"],
     "activation": [StrOptions(set(ACTIVATIONS))],
     "prenorm": ["boolean"],
@@ -195,6 +197,7 @@ _ARCHITECTURE = (
     "state_size",
     "blocks",
     "discretization",
+    "input_hold",
     "bidirectional",
     "activation",
     "prenorm",
@@ -651,7 +654,10 @@ class SequenceEstimator(BaseEstimator):
             raise ValueError(f"{path} holds a {header.get('class')}, not a {cls.__name__}")
         if header.get("format") != _FORMAT_VERSION:
             raise ValueError(f"{path} has format {header.get('format')}; this s5ts reads {_FORMAT_VERSION}")
-        estimator = cls(**header["params"])
+        params = dict(header["params"])
+        if "input_hold" in cls._get_param_names():
+            params.setdefault("input_hold", "gap")  # files written before it existed were fitted with "gap"
+        estimator = cls(**params)
         target_state = estimator._target_state_from_metadata(header["fitted"])
         skeleton = estimator._build_network(
             header["n_model_inputs"], header["per_step"], target_state, jax.random.key(0)
@@ -696,6 +702,7 @@ class S5Estimator(SequenceEstimator):
         state_size=16,
         blocks=1,
         discretization="zoh",
+        input_hold="gap",
         bidirectional=False,
         activation="half_glu",
         prenorm=False,
@@ -730,6 +737,7 @@ class S5Estimator(SequenceEstimator):
         self.state_size = state_size
         self.blocks = blocks
         self.discretization = discretization
+        self.input_hold = input_hold
         self.bidirectional = bidirectional
         self.activation = activation
         self.prenorm = prenorm
@@ -782,7 +790,7 @@ class S5Estimator(SequenceEstimator):
         blocks = make_blocks(
             self.n_layers, self.d_model, self.state_size, self.blocks, self.discretization,
             self.bidirectional, self.scan, self.dt_min, self.dt_max, self.activation,
-            self.dropout, self.prenorm, key=k_blocks,
+            self.dropout, self.prenorm, self.input_hold, key=k_blocks,
         )
         return SequenceNetwork(
             make_encoder(self.encoder, n_inputs, key=k_enc),

@@ -212,7 +212,10 @@ class S5Regressor(RegressionTask, RegressorMixin, S5Estimator):
       ("mean" | "last", for sequence-level targets).
     - Time: `time_handling` = "gaps" (S5) | "drop" (every gap 1: S5-drop) |
       "append" (gap 1 and the real gap appended as a feature: S5-append);
-      `first_gap`, the interval before the first observation.
+      `first_gap`, the interval before the first observation; `input_hold`
+      = "gap" (an observation's input is held over the gap before it: S5's
+      ZOH) | "unit" (every observation weighs as after a unit gap: for
+      event-like inputs) | "mixed" (half the states each).
     - Training: `loss` ("mse" | "gaussian_nll"), `max_epochs`, `batch_size`,
       `learning_rate`, `ssm_learning_rate` (Λ, B̃, log Δ: no weight decay),
       `weight_decay`, `warmup_epochs` (then cosine decay), `grad_clip`,

@@ -267,7 +267,7 @@ class Forecaster(BaseEstimator):
         blocks = make_blocks(
             self.n_layers, self.d_model, self.state_size, self.blocks, self.discretization,
             False,  # causal: no reverse pass
-            "auto", self.dt_min, self.dt_max, self.activation, self.dropout, self.prenorm,
+            "auto", self.dt_min, self.dt_max, self.activation, self.dropout, self.prenorm, self.input_hold,
             key=k_blocks,
         )
         network = SequenceNetwork(IdentityEncoder(layout.n_inputs), blocks, eqx.nn.Identity(), pooling="none", key=k_proj)

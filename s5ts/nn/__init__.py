@@ -3,7 +3,15 @@ blocks, encoders and the sequence network. Every module sees one sequence;
 batch with `jax.vmap`."""
 
 from ._block import ACTIVATIONS, GELU, GLU, HalfGLU, HalfGLU2, S5Block, make_activation, make_blocks
-from ._discretisation import DISCRETISATIONS, ZOH, Bilinear, Discretisation, complex_expm1, make_discretisation
+from ._discretisation import (
+    DISCRETISATIONS,
+    INPUT_HOLDS,
+    ZOH,
+    Bilinear,
+    Discretisation,
+    complex_expm1,
+    make_discretisation,
+)
 from ._encoders import ENCODERS, IdentityEncoder, PendulumCNN, make_encoder
 from ._init import block_diagonal_hippo, diagonalised_hippo_n, hippo_n
 from ._network import POOLINGS, GaussianHead, MLPHead, SequenceNetwork, elup1, masked_last, masked_mean
@@ -20,6 +28,7 @@ __all__ = [
     "make_activation",
     "make_blocks",
     "DISCRETISATIONS",
+    "INPUT_HOLDS",
     "ZOH",
     "Bilinear",
     "Discretisation",

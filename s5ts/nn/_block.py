@@ -82,7 +82,7 @@ class S5Block(eqx.Module):
     `norm(x + Dropout(act(S5(x))))` (post-norm), on one sequence.
 
     **Arguments:** `d_model` H, `state_size` P, `blocks` J, `discretization`,
-    `bidirectional`, `scan`, `dt_min`, `dt_max` (see `S5SSM`); `activation`
+    `bidirectional`, `scan`, `dt_min`, `dt_max`, `input_hold` (see `S5SSM`); `activation`
     ("gelu" | "glu" | "half_glu" | "half_glu2"); `dropout` rate; `prenorm`; `key`;
     `dtype` of every parameter (None: JAX's default float, see `S5SSM`).
 
@@ -109,13 +109,14 @@ class S5Block(eqx.Module):
         activation: str = "half_glu",
         dropout: float = 0.0,
         prenorm: bool = False,
+        input_hold: str = "gap",
         *,
         key: PRNGKeyArray,
         dtype=None,
     ):
         k_ssm, k_act = jax.random.split(key)
         self.ssm = S5SSM(
-            d_model, state_size, blocks, discretization, bidirectional, scan, dt_min, dt_max,
+            d_model, state_size, blocks, discretization, bidirectional, scan, dt_min, dt_max, input_hold,
             key=k_ssm, dtype=dtype,
         )
         self.norm = eqx.nn.LayerNorm(d_model, dtype=default_float(dtype))
@@ -188,6 +189,7 @@ def make_blocks(
     activation: str = "half_glu",
     dropout: float = 0.0,
     prenorm: bool = False,
+    input_hold: str = "gap",
     *,
     key: PRNGKeyArray,
     dtype=None,
@@ -196,7 +198,7 @@ def make_blocks(
     return [
         S5Block(
             d_model, state_size, blocks, discretization, bidirectional, scan, dt_min, dt_max,
-            activation, dropout, prenorm, key=k, dtype=dtype,
+            activation, dropout, prenorm, input_hold, key=k, dtype=dtype,
         )
         for k in jax.random.split(key, n_layers)
     ]

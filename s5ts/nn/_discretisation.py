@@ -110,6 +110,46 @@ class Bilinear(Discretisation):
 
 DISCRETISATIONS = {"zoh": ZOH, "bilinear": Bilinear}
 
+#: How an observation's input enters the state (`S5SSM`'s `input_hold`):
+#: "gap" holds it over the whole gap before it (the input weight grows with
+#: the gap, as in the S5 paper); "unit" gives every observation the weight of
+#: a unit gap (one median gap), while the state still decays over the real gap;
+#: "mixed": every second state (p odd) "unit", the others "gap".
+INPUT_HOLDS = ("gap", "unit", "mixed")
+
+
+def step_coefficients(
+    rule: Discretisation, lam: Complex[Array, " P"], timescale: Float[Array, " P"], gaps: Float[Array, "*L"],
+    input_hold: str = "gap",
+) -> tuple[Complex[Array, "*L P"], Complex[Array, "*L P"]]:
+    r"""$(\bar\Lambda_k, w_k)$ for gaps $g_k$ of shape (L,) or ():
+    $\bar\Lambda_k$ from the step $\Delta g_k$, and $w_k$ from the same step
+    (`input_hold="gap"`) or from the unit step $\Delta$ (`"unit"`)."""
+    dtype = lam.real.dtype
+    step = (jnp.broadcast_to(timescale, gaps.shape + timescale.shape) * gaps[..., None]).astype(dtype)
+    lam_bar, weight = rule(lam, step)
+    return lam_bar, held_weight(input_hold, weight, unit_weight(rule, input_hold, lam, timescale))
+
+
+def unit_weight(rule: Discretisation, input_hold: str, lam, timescale) -> Complex[Array, " P"] | None:
+    """The input weight of a unit step, (P,), for `input_hold` "unit" or
+    "mixed"; None for "gap" (which does not use it)."""
+    if input_hold not in INPUT_HOLDS:
+        raise ValueError(f"input_hold must be one of {INPUT_HOLDS}, got {input_hold!r}")
+    if input_hold == "gap":
+        return None
+    return rule(lam, timescale.astype(lam.real.dtype))[1]
+
+
+def held_weight(input_hold: str, weight: Complex[Array, "*L P"], unit: Complex[Array, " P"] | None):
+    """The input weight per `input_hold`, from the weight of the step's own
+    gap (`weight`) and that of a unit gap (`unit`, see `unit_weight`)."""
+    if input_hold == "gap":
+        return weight
+    if input_hold == "unit":
+        return jnp.broadcast_to(unit, weight.shape)
+    return jnp.where(jnp.arange(weight.shape[-1]) % 2 == 1, unit, weight)  # "mixed"
+
 
 def make_discretisation(name: str) -> Discretisation:
     """Map the user-facing name ("zoh" | "bilinear") to its rule."""

@@ -23,13 +23,16 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Complex, Float
 
-from ._discretisation import Discretisation, make_discretisation
+from ._discretisation import Discretisation, held_weight, make_discretisation, unit_weight
 from ._scan import _SEQUENTIAL_UNROLL
 
 
-def _coefficients(rule: Discretisation, lam, timescale, gap, valid, bu_k):
-    """(Λ̄_k, b_k = w_k ⊙ B̃u_k) for one step; a masked step is (1, 0)."""
+def _coefficients(rule: Discretisation, input_hold, lam, timescale, gap, valid, bu_k, unit):
+    """(Λ̄_k, b_k = w_k ⊙ B̃u_k) for one step; a masked step is (1, 0).
+    `unit`: the unit-step weight (P,) for `input_hold` "unit" / "mixed",
+    computed once per sequence (None for "gap")."""
     lam_bar, weight = rule(lam, (timescale * gap).astype(lam.real.dtype))
+    weight = held_weight(input_hold, weight, unit)
     lam_bar = jnp.where(valid, lam_bar, jnp.ones_like(lam_bar))
     b_k = jnp.where(valid, weight * bu_k, jnp.zeros_like(bu_k))
     return lam_bar, b_k
@@ -42,16 +45,17 @@ def _order(length: int, reverse: bool):
     return (lambda i: i), 0, -1
 
 
-def _forward(rule, reverse, lam, timescale, gaps, mask, bu, state):
+def _forward(rule, input_hold, reverse, lam, timescale, gaps, mask, bu, state):
     # In-place loop as in `_scan._sequential_loop`: only under the custom VJP
     # (plain autodiff of the indexing would be quadratic in L).
     length = gaps.shape[0]
     index, _, _ = _order(length, reverse)
+    unit = unit_weight(rule, input_hold, lam, timescale)
 
     def body(i, carry):
         x_prev, out = carry
         k = index(i)
-        a_k, b_k = _coefficients(rule, lam, timescale, gaps[k], mask[k], bu[k])
+        a_k, b_k = _coefficients(rule, input_hold, lam, timescale, gaps[k], mask[k], bu[k], unit)
         x_k = a_k * x_prev + b_k
         return x_k, out.at[k].set(x_k)
 
@@ -59,34 +63,49 @@ def _forward(rule, reverse, lam, timescale, gaps, mask, bu, state):
     return x
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
-def _fused(rule, reverse, lam, timescale, gaps, mask, bu, state):
-    return _forward(rule, reverse, lam, timescale, gaps, mask, bu, state)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
+def _fused(rule, input_hold, reverse, lam, timescale, gaps, mask, bu, state):
+    return _forward(rule, input_hold, reverse, lam, timescale, gaps, mask, bu, state)
 
 
-def _fused_fwd(rule, reverse, lam, timescale, gaps, mask, bu, state):
-    x = _forward(rule, reverse, lam, timescale, gaps, mask, bu, state)
+def _fused_fwd(rule, input_hold, reverse, lam, timescale, gaps, mask, bu, state):
+    x = _forward(rule, input_hold, reverse, lam, timescale, gaps, mask, bu, state)
     return x, (lam, timescale, gaps, mask, bu, state, x)
 
 
-def _fused_bwd(rule, reverse, residuals, x_bar):
+def _fused_bwd(rule, input_hold, reverse, residuals, x_bar):
     lam, timescale, gaps, mask, bu, state, x = residuals
     length = gaps.shape[0]
     index, first, before = _order(length, reverse)
+    uses_unit = input_hold != "gap"
+    if uses_unit:
+        # The unit-step weight is shared by every step: its cotangent is
+        # summed over the loop and pulled back through the rule once.
+        unit, unit_pullback = jax.vjp(lambda lam, ts: unit_weight(rule, input_hold, lam, ts), lam, timescale)
+    else:
+        unit = None
+
+    def step(k, lam, timescale, gap, bu_k, unit):
+        return _coefficients(rule, input_hold, lam, timescale, gap, mask[k], bu_k, unit)
 
     def body(i, carry):
-        lam_next, a_next, lam_grad, timescale_grad, gaps_bar, bu_bar = carry
+        lam_next, a_next, lam_grad, timescale_grad, gaps_bar, bu_bar, unit_grad = carry
         k = index(length - 1 - i)  # against the forward loop
         adjoint = x_bar[k] + a_next * lam_next
         x_prev = jnp.where(k == first, state, x[jnp.clip(k + before, 0, length - 1)])
-        (a_k, _), pullback = jax.vjp(
-            lambda lam, timescale, gap, bu_k: _coefficients(rule, lam, timescale, gap, mask[k], bu_k),
-            lam,
-            timescale,
-            gaps[k],
-            bu[k],
-        )
-        d_lam, d_timescale, d_gap, d_bu = pullback((adjoint * x_prev, adjoint))
+        if uses_unit:
+            (a_k, _), pullback = jax.vjp(
+                lambda lam, timescale, gap, bu_k, unit: step(k, lam, timescale, gap, bu_k, unit),
+                lam, timescale, gaps[k], bu[k], unit,
+            )
+            d_lam, d_timescale, d_gap, d_bu, d_unit = pullback((adjoint * x_prev, adjoint))
+            unit_grad = unit_grad + d_unit
+        else:
+            (a_k, _), pullback = jax.vjp(
+                lambda lam, timescale, gap, bu_k: step(k, lam, timescale, gap, bu_k, None),
+                lam, timescale, gaps[k], bu[k],
+            )
+            d_lam, d_timescale, d_gap, d_bu = pullback((adjoint * x_prev, adjoint))
         return (
             adjoint,
             a_k,
@@ -94,6 +113,7 @@ def _fused_bwd(rule, reverse, residuals, x_bar):
             timescale_grad + d_timescale,
             gaps_bar.at[k].set(d_gap),
             bu_bar.at[k].set(d_bu),
+            unit_grad,
         )
 
     zero = jnp.zeros_like(x_bar[0])
@@ -104,10 +124,14 @@ def _fused_bwd(rule, reverse, residuals, x_bar):
         jnp.zeros_like(timescale),
         jnp.zeros_like(gaps),
         jnp.zeros_like(bu),
+        jnp.zeros_like(unit) if uses_unit else jnp.zeros((), lam.real.dtype),
     )
-    adjoint, a_first, lam_grad, timescale_grad, gaps_bar, bu_bar = jax.lax.fori_loop(
+    adjoint, a_first, lam_grad, timescale_grad, gaps_bar, bu_bar, unit_grad = jax.lax.fori_loop(
         0, length, body, init, unroll=_SEQUENTIAL_UNROLL
     )
+    if uses_unit:
+        d_lam, d_timescale = unit_pullback(unit_grad)
+        lam_grad, timescale_grad = lam_grad + d_lam, timescale_grad + d_timescale
     return lam_grad, timescale_grad, gaps_bar, None, bu_bar, a_first * adjoint
 
 
@@ -124,6 +148,7 @@ def irregular_scan(
     *,
     discretization: str | Discretisation = "zoh",
     reverse: bool = False,
+    input_hold: str = "gap",
 ) -> Complex[Array, "L P"]:
     r"""States of $x_k = \bar\Lambda_k x_{k-1} + w_k \odot \tilde B u_k$ with the
     discretisation done inside a sequential loop.
@@ -140,6 +165,8 @@ def irregular_scan(
     - `discretization`: `"zoh"`, `"bilinear"` or a `Discretisation` rule.
     - `reverse`: run from the last step to the first (`state` is then the
       state after the last step).
+    - `input_hold`: `"gap"` (w_k from the step Δ g_k) or `"unit"` (w_k from
+      Δ: every observation weighs as after a unit gap; see `S5SSM`).
 
     **Returns:** all states, shape (L, P), equal to
     `linear_scan(Λ̄, w ⊙ B̃u, reverse=reverse)` on the materialised
@@ -159,4 +186,4 @@ def irregular_scan(
     state = jnp.zeros(lam.shape, dtype) if state is None else jnp.asarray(state).astype(dtype)
     if gaps.shape[0] == 0:
         return bu
-    return _fused(rule, reverse, lam.astype(dtype), timescale, gaps, mask.astype(bool), bu, state)
+    return _fused(rule, input_hold, reverse, lam.astype(dtype), timescale, gaps, mask.astype(bool), bu, state)

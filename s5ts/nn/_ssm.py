@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
 
-from ._discretisation import make_discretisation
+from ._discretisation import INPUT_HOLDS, make_discretisation, step_coefficients
 from ._init import block_diagonal_hippo
 from ._irregular_scan import irregular_scan
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
@@ -68,6 +68,13 @@ class S5SSM(eqx.Module):
     - `bidirectional`: add a reverse-time pass with its own C̃ (no step mode).
     - `scan`: `"auto"`, `"associative"` or `"sequential"` (see `linear_scan`).
     - `dt_min`, `dt_max`: range of the initial timescales Δ (log-uniform).
+    - `input_hold`: `"gap"` (the S5 paper): the input is held over the whole
+      gap before its observation, so its weight w_k grows with g_k (ZOH:
+      $w_k = (e^{\Lambda\Delta g_k} - 1)/\Lambda$). `"unit"`: every
+      observation enters with the weight of a unit gap,
+      $w = (e^{\Lambda\Delta} - 1)/\Lambda$, whatever its gap; the state still
+      decays over the real gap ($\bar\Lambda_k = e^{\Lambda\Delta g_k}$). The
+      two agree when every gap is 1 (`time_handling="drop"`).
     - `key`: a JAX PRNG key.
     - `dtype`: the real dtype of every parameter (and so of the whole
       computation: Λ, the discretisation and the states are complex of the
@@ -110,6 +117,7 @@ class S5SSM(eqx.Module):
     discretization: str = eqx.field(static=True)
     bidirectional: bool = eqx.field(static=True)
     scan: str = eqx.field(static=True)
+    input_hold: str = eqx.field(static=True)
 
     def __init__(
         self,
@@ -121,11 +129,14 @@ class S5SSM(eqx.Module):
         scan: str = "auto",
         dt_min: float = 0.001,
         dt_max: float = 0.1,
+        input_hold: str = "gap",
         *,
         key: PRNGKeyArray,
         dtype=None,
     ):
         make_discretisation(discretization)  # validates the name
+        if input_hold not in INPUT_HOLDS:
+            raise ValueError(f"input_hold must be one of {INPUT_HOLDS}, got {input_hold!r}")
         if scan not in SCAN_METHODS:
             raise ValueError(f"scan must be one of {SCAN_METHODS}, got {scan!r}")
         if not 0 < dt_min <= dt_max:
@@ -164,6 +175,7 @@ class S5SSM(eqx.Module):
         self.discretization = discretization
         self.bidirectional = bidirectional
         self.scan = scan
+        self.input_hold = input_hold
 
     @property
     def lam(self) -> Complex[Array, " P"]:
@@ -174,10 +186,8 @@ class S5SSM(eqx.Module):
         self, gaps: Float[Array, "*L"]
     ) -> tuple[Complex[Array, "*L P"], Complex[Array, "*L P"]]:
         """Λ̄ and the input weight for gaps of shape (L,) or ()."""
-        lam = self.lam
-        timescale = jnp.exp(self.log_step)
-        step = jnp.broadcast_to(timescale, gaps.shape + timescale.shape) * gaps[..., None]
-        return make_discretisation(self.discretization)(lam, step.astype(lam.real.dtype))
+        rule = make_discretisation(self.discretization)
+        return step_coefficients(rule, self.lam, jnp.exp(self.log_step), gaps, self.input_hold)
 
     def _input(self, u: Float[Array, "*L H"]) -> Complex[Array, "*L P"]:
         return _complex_matmul(self.B_re, self.B_im, u.T).T
@@ -242,6 +252,7 @@ class S5SSM(eqx.Module):
                 state,
                 discretization=self.discretization,
                 reverse=reverse,
+                input_hold=self.input_hold,
             )
         lam_bar, weight = self.discretise(gaps)
         lam_bar = jnp.where(mask[:, None], lam_bar, 1.0)
