@@ -85,27 +85,19 @@ def _fused_bwd(rule, input_hold, reverse, residuals, x_bar):
     else:
         unit = None
 
-    def step(k, lam, timescale, gap, bu_k, unit):
-        return _coefficients(rule, input_hold, lam, timescale, gap, mask[k], bu_k, unit)
-
     def body(i, carry):
         lam_next, a_next, lam_grad, timescale_grad, gaps_bar, bu_bar, unit_grad = carry
         k = index(length - 1 - i)  # against the forward loop
         adjoint = x_bar[k] + a_next * lam_next
         x_prev = jnp.where(k == first, state, x[jnp.clip(k + before, 0, length - 1)])
-        if uses_unit:
-            (a_k, _), pullback = jax.vjp(
-                lambda lam, timescale, gap, bu_k, unit: step(k, lam, timescale, gap, bu_k, unit),
-                lam, timescale, gaps[k], bu[k], unit,
-            )
-            d_lam, d_timescale, d_gap, d_bu, d_unit = pullback((adjoint * x_prev, adjoint))
-            unit_grad = unit_grad + d_unit
-        else:
-            (a_k, _), pullback = jax.vjp(
-                lambda lam, timescale, gap, bu_k: step(k, lam, timescale, gap, bu_k, None),
-                lam, timescale, gaps[k], bu[k],
-            )
-            d_lam, d_timescale, d_gap, d_bu = pullback((adjoint * x_prev, adjoint))
+        # `unit` is None for "gap": an empty argument, whose cotangent is None.
+        (a_k, _), pullback = jax.vjp(
+            lambda lam, timescale, gap, bu_k, unit: _coefficients(
+                rule, input_hold, lam, timescale, gap, mask[k], bu_k, unit
+            ),
+            lam, timescale, gaps[k], bu[k], unit,
+        )
+        d_lam, d_timescale, d_gap, d_bu, d_unit = pullback((adjoint * x_prev, adjoint))
         return (
             adjoint,
             a_k,
@@ -113,7 +105,7 @@ def _fused_bwd(rule, input_hold, reverse, residuals, x_bar):
             timescale_grad + d_timescale,
             gaps_bar.at[k].set(d_gap),
             bu_bar.at[k].set(d_bu),
-            unit_grad,
+            None if d_unit is None else unit_grad + d_unit,
         )
 
     zero = jnp.zeros_like(x_bar[0])
@@ -124,7 +116,7 @@ def _fused_bwd(rule, input_hold, reverse, residuals, x_bar):
         jnp.zeros_like(timescale),
         jnp.zeros_like(gaps),
         jnp.zeros_like(bu),
-        jnp.zeros_like(unit) if uses_unit else jnp.zeros((), lam.real.dtype),
+        None if unit is None else jnp.zeros_like(unit),
     )
     adjoint, a_first, lam_grad, timescale_grad, gaps_bar, bu_bar, unit_grad = jax.lax.fori_loop(
         0, length, body, init, unroll=_SEQUENTIAL_UNROLL
