@@ -26,6 +26,7 @@ from s5ts.forecasting import (
     local_spreads,
     observation_steps,
     query_examples,
+    VALIDATION_QUERIES,
 )
 from conftest import train_step_compilations
 from s5ts.nn import S5SSM
@@ -180,6 +181,26 @@ def test_fits_of_other_horizons_and_lengths_reuse_the_compiled_step():
         Forecaster(**params).fit(series(40), horizon=pd.Timedelta(hours=3))
         Forecaster(**params).fit(series(55), horizon=pd.Timedelta(hours=11))
     assert compiled.count == 1
+
+
+def test_the_held_out_tail_draws_at_least_validation_queries_per_origin():
+    # Training draws `n_queries` leads per origin; the held-out tail, whose
+    # errors choose the epoch and calibrate the intervals, draws
+    # max(n_queries, VALIDATION_QUERIES), all of them inside the tail.
+    rng = np.random.default_rng(3)
+    t = np.cumsum(rng.exponential(1.0, 120))
+    y = np.sin(t)[:, None]
+    layout = _layout()
+    per_origin = lambda data: {e.shape[1] // (layout.n_inputs + 1) for e in data.extra}  # noqa: E731
+    for n_queries, held_out in [(3, VALIDATION_QUERIES), (VALIDATION_QUERIES + 5, VALIDATION_QUERIES + 5)]:
+        model = Forecaster(n_queries=n_queries, window_length=64, validation_fraction=0.2)
+        train, valid = model._examples(layout, [t], [y], None, [SeriesScale.of(y)], 10.0, np.random.default_rng(0))
+        assert per_origin(train) == {n_queries} and per_origin(valid) == {held_out}
+        stop = int(np.searchsorted(t, t[-1] - 0.2 * (t[-1] - t[0]), side="right"))
+        origins = t[stop - len(valid.gaps[0]) : stop]
+        leads = valid.extra[0].reshape(len(origins), held_out, -1)[..., -1]
+        asked = (origins[:, None] + leads * layout.time_scale)[np.isfinite(valid.targets[0])]
+        assert len(asked) and (asked >= t[stop] - 1e-3).all()
 
 
 def test_other_discretisation_activation_and_no_calendar():

@@ -4,11 +4,12 @@ step inputs, calendar features and multi-horizon network."""
 
 from ._calendar import Cycle, calendar_features, choose_cycles
 from ._calibration import CALIBRATED_COVERAGES, LeadCalibration, calibration_factor, lead_calibration
-from ._forecaster import PARAMETERS, Forecaster, SeriesState, split_series
+from ._forecaster import PARAMETERS, VALIDATION_QUERIES, Forecaster, SeriesState, split_series
 from ._network import MultiHorizonNetwork, advance, forecast, query_nll, states_after_each_step
 from ._steps import PRIOR_CHANGES, SeriesScale, StepLayout, draw_queries, last_values, local_spreads, observation_steps, query_examples, query_steps, spread
 
 __all__ = [
+    "VALIDATION_QUERIES",
     "CALIBRATED_COVERAGES",
     "Cycle",
     "Forecaster",

@@ -52,6 +52,11 @@ PARAMETERS = SharedParameters(
     n_iter_no_change=10,  # 20 kept later epochs that fit the held-out tail by chance (docs/forecasting.md)
 )
 
+#: Leads drawn per origin of the held-out tail (at least `n_queries`): its
+#: errors calibrate the intervals and choose the epoch, and cost one forward
+#: pass an epoch, so more are cheap (docs/forecasting.md, "Defaults").
+VALIDATION_QUERIES = 16
+
 #: Fewest batches per training epoch: the windows of few or short series
 #: are repeated, each copy with fresh draws of its queries, up to this many.
 MIN_BATCHES_PER_EPOCH = 4
@@ -94,7 +99,8 @@ class Forecaster(BaseEstimator):
     the median span of the series (`fit(horizon=...)` overrides it);
     `calendar` — `"auto"` (yearly / weekly / daily Fourier terms by
     Prophet's rules on datetime indexes), None, or a list of those names;
-    `n_queries` — leads drawn per origin; `window_length` — training
+    `n_queries` — leads drawn per origin of the training windows (the
+    held-out tail draws `max(n_queries, VALIDATION_QUERIES)`); `window_length` — training
     windows of at most this many observations (long series give many);
     then the architecture and training parameters of `s5ts.S5Regressor`.
 
@@ -122,7 +128,7 @@ class Forecaster(BaseEstimator):
     }
 
     @PARAMETERS
-    def __init__(self, *, horizon=None, calendar="auto", n_queries=8, window_length=256, **shared):
+    def __init__(self, *, horizon=None, calendar="auto", n_queries=4, window_length=256, **shared):
         self.horizon = horizon
         self.calendar = calendar
         self.n_queries = n_queries
@@ -251,7 +257,7 @@ class Forecaster(BaseEstimator):
                     if np.isfinite(targets[window]).any():
                         train_parts.append((u[window], gaps[window], steps[window], targets[window]))
             if stop < len(t):
-                queries = draw_queries(t, lead, K, np.random.default_rng(i), first=stop)
+                queries = draw_queries(t, lead, max(K, VALIDATION_QUERIES), np.random.default_rng(i), first=stop)
                 steps, targets = query_examples(layout, t, values[i], x, spreads, queries)
                 window = slice(max(stop - W, 0), stop)
                 if np.isfinite(targets[window]).any():

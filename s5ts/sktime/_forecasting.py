@@ -104,7 +104,7 @@ class S5Forecaster(BaseForecaster):
     _config = {"remember_data": False}
 
     @PARAMETERS
-    def __init__(self, *, horizon=None, calendar="auto", n_queries=8, window_length=256, **shared):
+    def __init__(self, *, horizon=None, calendar="auto", n_queries=4, window_length=256, **shared):
         self.horizon = horizon
         self.calendar = calendar
         self.n_queries = n_queries
