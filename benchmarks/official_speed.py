@@ -311,7 +311,7 @@ def main() -> None:
     def row(name, ours_key, official_key):
         a, b = t[ours_key], t[official_key]
         return [name, seconds(a.median), f"{seconds(a.low)}..{seconds(a.high)}", seconds(b.median),
-                f"{seconds(b.low)}..{seconds(b.high)}", f"{b.median / a.median:.2f}x", f"{b.low / a.low:.2f}x"]
+                f"{seconds(b.low)}..{seconds(b.high)}", _ratio(b.median, a.median), _ratio(b.low, a.low)]
 
     rest_ours = t["s5ts step"].median - t["s5ts CNN"].median
     rest_official = t["official step"].median - t["official CNN"].median

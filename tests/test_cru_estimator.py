@@ -54,7 +54,7 @@ def test_save_and_load_round_trip_predicts_the_same(tmp_path):
     X, y, times = make_data()
     model = CRURegressor(encoder="identity", max_epochs=1, batch_size=4, random_state=0).fit(X, y, times=times)
     model.save(tmp_path / "cru.s5")
-    again = CRURegressor.load(tmp_path / "cru.s5")  # CRU has no `input_hold`: none is added
+    again = CRURegressor.load(tmp_path / "cru.s5")  # CRU has no `input_hold`
     for a, b in zip(model.predict(X, times=times), again.predict(X, times=times)):
         np.testing.assert_array_equal(a, b)
 

@@ -654,10 +654,8 @@ class SequenceEstimator(BaseEstimator):
             raise ValueError(f"{path} holds a {header.get('class')}, not a {cls.__name__}")
         if header.get("format") != _FORMAT_VERSION:
             raise ValueError(f"{path} has format {header.get('format')}; this s5ts reads {_FORMAT_VERSION}")
-        params = dict(header["params"])
-        if "input_hold" in cls._get_param_names():
-            params.setdefault("input_hold", "gap")  # files written before it existed were fitted with "gap"
-        estimator = cls(**params)
+        # Files written before a parameter existed take its default (input_hold: "gap", as they were fitted).
+        estimator = cls(**header["params"])
         target_state = estimator._target_state_from_metadata(header["fitted"])
         skeleton = estimator._build_network(
             header["n_model_inputs"], header["per_step"], target_state, jax.random.key(0)

@@ -9,7 +9,6 @@ from ._network import MultiHorizonNetwork, advance, forecast, query_nll, states_
 from ._steps import PRIOR_CHANGES, SeriesScale, StepLayout, draw_queries, last_values, local_spreads, observation_steps, query_examples, query_steps, spread
 
 __all__ = [
-    "VALIDATION_QUERIES",
     "CALIBRATED_COVERAGES",
     "Cycle",
     "Forecaster",
@@ -20,6 +19,7 @@ __all__ = [
     "SeriesScale",
     "SeriesState",
     "StepLayout",
+    "VALIDATION_QUERIES",
     "advance",
     "calendar_features",
     "calibration_factor",

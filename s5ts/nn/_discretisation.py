@@ -131,12 +131,17 @@ def step_coefficients(
     return lam_bar, held_weight(input_hold, weight, unit_weight(rule, input_hold, lam, timescale))
 
 
+def check_input_hold(input_hold: str) -> str:
+    """`input_hold` if it is one of `INPUT_HOLDS`; a ValueError otherwise."""
+    if input_hold not in INPUT_HOLDS:
+        raise ValueError(f"input_hold must be one of {INPUT_HOLDS}, got {input_hold!r}")
+    return input_hold
+
+
 def unit_weight(rule: Discretisation, input_hold: str, lam, timescale) -> Complex[Array, " P"] | None:
     """The input weight of a unit step, (P,), for `input_hold` "unit" or
     "mixed"; None for "gap" (which does not use it)."""
-    if input_hold not in INPUT_HOLDS:
-        raise ValueError(f"input_hold must be one of {INPUT_HOLDS}, got {input_hold!r}")
-    if input_hold == "gap":
+    if check_input_hold(input_hold) == "gap":
         return None
     return rule(lam, timescale.astype(lam.real.dtype))[1]
 

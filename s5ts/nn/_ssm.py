@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
 
-from ._discretisation import INPUT_HOLDS, make_discretisation, step_coefficients
+from ._discretisation import check_input_hold, make_discretisation, step_coefficients
 from ._init import block_diagonal_hippo
 from ._irregular_scan import irregular_scan
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
@@ -135,8 +135,7 @@ class S5SSM(eqx.Module):
         dtype=None,
     ):
         make_discretisation(discretization)  # validates the name
-        if input_hold not in INPUT_HOLDS:
-            raise ValueError(f"input_hold must be one of {INPUT_HOLDS}, got {input_hold!r}")
+        check_input_hold(input_hold)
         if scan not in SCAN_METHODS:
             raise ValueError(f"scan must be one of {SCAN_METHODS}, got {scan!r}")
         if not 0 < dt_min <= dt_max:
