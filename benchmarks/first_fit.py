@@ -39,6 +39,7 @@ import json, sys, time
 started = time.perf_counter()
 import numpy, pandas, s5ts  # noqa: F401
 imported = time.perf_counter()
+where = s5ts.__file__
 code = sys.stdin.read()
 runs = []
 for _ in range(2):
@@ -46,7 +47,7 @@ for _ in range(2):
     namespace = {}
     exec(compile(code, "README.md", "exec"), namespace)
     runs.append(time.perf_counter() - t0)
-print(json.dumps({"import": imported - started, "first": runs[0], "compute": runs[1]}))
+print(json.dumps({"import": imported - started, "first": runs[0], "compute": runs[1], "s5ts": where}))
 """
 
 
@@ -61,10 +62,17 @@ def readme_example() -> str:
 def run(source_root: Path, env_extra: dict, code: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("S5TS_")}
     env.update(env_extra, PYTHONPATH=str(source_root))
+    # `python -c` puts the working directory first on sys.path: run in the
+    # source root, or a checkout there would shadow the baseline.
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD], input=code, env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", _CHILD], input=code, env=env, cwd=source_root,
+        capture_output=True, text=True, check=True,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    imported = Path(result["s5ts"]).resolve()
+    if not imported.is_relative_to(source_root.resolve()):
+        raise RuntimeError(f"the child imported s5ts from {imported}, not from {source_root}")
+    return result
 
 
 def main(argv=None) -> None:
