@@ -1,9 +1,11 @@
 """Shared fixtures: PRNG keys, float64 scope, a float64 check and a tree comparison helper."""
 
+import collections
 import contextlib
 import inspect
 import itertools
 import logging
+import re
 
 import jax
 import jax.numpy as jnp
@@ -64,21 +66,28 @@ def unchecked(function):
 
 
 class _Compilations(logging.Handler):
-    """Counts JAX's "Compiling jit(train_step) ..." log records."""
+    """Counts JAX's "Compiling jit(<name>) ..." log records by name."""
 
     def __init__(self):
         super().__init__(level=logging.DEBUG)
-        self.count = 0
+        self.names = collections.Counter()
 
     def emit(self, record):
-        if "Compiling jit(train_step)" in record.getMessage():
-            self.count += 1
+        match = re.match(r"Compiling jit\((\w+)\)", record.getMessage())
+        if match:
+            self.names[match.group(1)] += 1
+
+    @property
+    def count(self) -> int:
+        """The training steps compiled."""
+        return self.names["train_step"]
 
 
 @contextlib.contextmanager
-def train_step_compilations():
-    """`with train_step_compilations() as compiled:` ... `compiled.count`:
-    the training steps JAX compiled inside the block."""
+def compilations():
+    """`with compilations() as compiled:` ... `compiled.names["predict_batch"]`:
+    the programs JAX compiled inside the block, by name (`compiled.count`:
+    the training steps)."""
     handler = _Compilations()
     logger = logging.getLogger("jax")
     logger.addHandler(handler)
@@ -87,6 +96,7 @@ def train_step_compilations():
             yield handler
     finally:
         logger.removeHandler(handler)
+
 
 
 @pytest.fixture

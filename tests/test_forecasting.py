@@ -28,7 +28,7 @@ from s5ts.forecasting import (
     query_examples,
     VALIDATION_QUERIES,
 )
-from conftest import train_step_compilations
+from conftest import compilations
 from s5ts.nn import S5SSM
 
 FAST = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 3, "random_state": 0}
@@ -177,7 +177,7 @@ def test_fits_of_other_horizons_and_lengths_reuse_the_compiled_step():
         hours = np.cumsum(rng.exponential(1.0, n))
         return pd.Series(np.sin(hours), index=pd.to_timedelta(hours, unit="h"))
 
-    with train_step_compilations() as compiled:
+    with compilations() as compiled:
         Forecaster(**params).fit(series(40), horizon=pd.Timedelta(hours=3))
         Forecaster(**params).fit(series(55), horizon=pd.Timedelta(hours=11))
     assert compiled.count == 1

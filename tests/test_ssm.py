@@ -2,6 +2,7 @@
 bilinear recurrence, the dense matrix exponential, step mode, chunks and
 padding."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -124,6 +125,22 @@ def test_initial_parameters(getkey):
     assert np.all((steps >= 0.01 - 1e-7) & (steps <= 0.1 + 1e-7))
     leaves = jax.tree.leaves(ssm)
     assert all(not jnp.iscomplexobj(leaf) for leaf in leaves)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_initial_b_and_c_are_the_projections_of_real_gaussians(getkey, jit):
+    # B̃ = Vᴴ B and C̃ = C V, against float64 numpy on the same draws (the
+    # layer computes them in float32 JAX, eagerly or inside one program).
+    key = getkey()
+    build = (lambda k: S5SSM(5, 8, 2, bidirectional=True, key=k))
+    ssm = eqx.filter_jit(build)(key) if jit else build(key)
+    _, V = block_diagonal_hippo(8, 2)
+    k_b, k_c, k_cb, _, _ = jax.random.split(key, 5)
+    b = np.asarray(jax.random.normal(k_b, (16, 5)), np.float64) / np.sqrt(5)
+    np.testing.assert_allclose(np.asarray(ssm.B_re) + 1j * np.asarray(ssm.B_im), V.conj().T @ b, atol=2e-7)
+    for k, re, im in ((k_c, ssm.C_re, ssm.C_im), (k_cb, ssm.C_back_re, ssm.C_back_im)):
+        c = np.asarray(jax.random.normal(k, (5, 16)), np.float64) / np.sqrt(16)
+        np.testing.assert_allclose(np.asarray(re) + 1j * np.asarray(im), c @ V, atol=2e-7)
 
 
 @pytest.mark.parametrize("discretization", ["zoh", "bilinear"])

@@ -11,12 +11,13 @@ import numpy as np
 import optax
 import pytest
 
-from conftest import train_step_compilations
-from s5ts import S5Regressor
+from conftest import compilations
+from s5ts import S5Classifier, S5Regressor
 from s5ts.baselines import CRURegressor
 from s5ts.data import bucket_length, plan_buckets
 from s5ts.training import (
     EarlyStopping,
+    NetworkSpec,
     Sequences,
     TrainingConfig,
     TrainingState,
@@ -38,7 +39,7 @@ from s5ts.nn import IdentityEncoder, S5Block, SequenceNetwork
 
 
 def count_train_step_compilations(X, y, estimator=S5Regressor, **params):
-    with train_step_compilations() as compiled:
+    with compilations() as compiled:
         estimator(**params).fit(X, y)
     return compiled.count
 
@@ -127,6 +128,56 @@ def test_lengths_spread_over_5_to_5000_compile_at_most_log2_ratio_plus_2():
     assert compiles <= math.log2(5000 / 5) + 2
 
 
+def test_a_first_fit_compiles_its_initialisation_once_and_one_forward_pass():
+    # Five features and d_model=6 are used by no other test: every program
+    # here is new to this process. Built op by op, the network would compile
+    # a program per random draw (jax.random's _normal, _uniform, ...); the
+    # validation pass and predict() would compile two forward passes.
+    rng = np.random.default_rng(5)
+    X = [rng.normal(size=(int(L), 5)) for L in rng.integers(5, 30, 24)]
+    y = rng.normal(size=24)
+    params = dict(n_layers=1, d_model=6, state_size=4, max_epochs=2, validation_fraction=0.2, random_state=0)
+    with compilations() as first:
+        S5Regressor(**params).fit(X, y).predict(X[:3])
+    assert first.names["initial_model_and_state"] == 1
+    assert first.names["_normal"] == first.names["_uniform"] == 0
+    assert first.names["predict_batch"] == 1  # validation and prediction share it
+    assert first.names["_scales"] == 1  # the learning-rate schedule: once, not per epoch
+    with compilations() as again:  # an equal network: nothing to compile
+        S5Regressor(**params).fit(X, y)
+    assert sum(again.names.values()) == 0, again.names
+
+
+@pytest.mark.parametrize("estimator", [S5Regressor, CRURegressor])
+def test_the_network_built_in_one_program_equals_the_one_built_op_by_op(estimator, getkey):
+    params = dict(encoder="identity", hidden_size=5) if estimator is CRURegressor else dict(d_model=8, bidirectional=True)
+    spec = NetworkSpec.of(estimator(**params), 3, True, 2)
+    key = getkey()
+    config = TrainingConfig()
+    state = config.initial_state(spec, key)
+    eager = spec(key)
+    assert jax.tree.structure(state.model) == jax.tree.structure(eager)
+    arrays = [jax.tree.leaves(eqx.filter(model, eqx.is_array)) for model in (state.model, eager)]
+    assert len(arrays[0]) > 5
+    for built, reference in zip(*arrays):
+        np.testing.assert_allclose(built, reference, rtol=1e-6, atol=1e-7)
+    reference_state = config.init_optimizer_state(eager)
+    assert jax.tree.structure(state.opt_state) == jax.tree.structure(reference_state)
+    for built, reference in zip(jax.tree.leaves(state.opt_state), jax.tree.leaves(reference_state)):
+        np.testing.assert_array_equal(built, reference)
+
+
+def test_network_specs_compare_by_value():
+    def spec(**params):
+        return NetworkSpec.of(S5Classifier(**params), 3, False, 2)
+
+    assert spec(class_weight={"a": 2.0}) == spec(class_weight={"a": 2.0})
+    assert hash(spec(class_weight={"a": 2.0})) == hash(spec(class_weight={"a": 2.0}))
+    assert spec(class_weight={"a": 2.0}) != spec(class_weight={"a": 3.0})
+    assert spec(d_model=8) != spec(d_model=16)
+    assert NetworkSpec.of(S5Classifier(), 3, False, 2) != NetworkSpec.of(S5Classifier(), 3, False, 3)
+
+
 def test_batch_rows_bounds_the_number_of_row_counts():
     assert [batch_rows(n, 32) for n in (1, 2, 3, 5, 16, 17, 33, 1000)] == [1, 2, 4, 8, 16, 32, 32, 32]
     assert batch_rows(20, 8) == 8
@@ -142,6 +193,17 @@ def test_learning_rate_warmup_then_cosine():
     assert all(a >= b for a, b in zip(rates[10:], rates[11:]))  # decays monotonically
     np.testing.assert_allclose(rates[55], 0.5 * (1 + math.cos(math.pi * 45 / 90)), rtol=1e-6)
     assert rates[100] == pytest.approx(0.0, abs=1e-7)
+
+
+def test_the_schedule_is_optax_s_evaluated_in_one_program():
+    steps = np.arange(40)
+    with jax.numpy_dtype_promotion("standard"):  # optax's own mix of int and float
+        expected = optax.warmup_cosine_decay_schedule(0.0, 1.0, 7, 40, end_value=0.0)(steps)
+    np.testing.assert_allclose(schedule_scales(steps, 40, 7), expected, rtol=1e-6, atol=1e-7)
+    with compilations() as compiled:  # a schedule no other test uses
+        for epoch in range(4):
+            schedule_scales(np.arange(5) + 5 * epoch, 23, 3)
+    assert compiled.names["_scales"] == 1
 
 
 def test_constant_schedule_after_warmup():

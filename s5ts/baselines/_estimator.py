@@ -126,13 +126,13 @@ class CRURegressor(RegressionTask, RegressorMixin, SequenceEstimator):
             "at that gap"
         )
 
-    def _build_network(self, n_inputs, per_step, target_state, key):
+    def _build_network(self, n_inputs, per_step, n_outputs, key):
         if not per_step:
             raise ValueError("CRURegressor predicts per observation: y needs one target per step")
         return CRUNetwork(
             CRU(
                 n_inputs,
-                self._n_outputs(target_state),
+                n_outputs,
                 encoder=self.encoder,
                 latent_obs_size=self.latent_obs_size,
                 num_basis=self.num_basis,

@@ -34,6 +34,7 @@ from ..nn import (
     make_encoder,
 )
 from ..training import (
+    NetworkSpec,
     NonFiniteLossError,
     Sequences,
     TrainingConfig,
@@ -239,8 +240,13 @@ class SequenceEstimator(BaseEstimator):
         """How times become the network's gaps (see S5's `time_handling`)."""
         return "gaps"
 
-    def _build_network(self, n_inputs: int, per_step: bool, target_state, key):
+    def _build_network(self, n_inputs: int, per_step: bool, n_outputs: int, key):
+        """The network, from this estimator's parameters alone (it is built
+        on a copy, inside one compiled program: `s5ts.training.NetworkSpec`)."""
         raise NotImplementedError
+
+    def _network_spec(self, n_inputs: int, per_step: bool, target_state) -> NetworkSpec:
+        return NetworkSpec.of(self, int(n_inputs), bool(per_step), int(self._n_outputs(target_state)))
 
     # ----- task-specific hooks (subclasses) -----
     def _encode_targets(self, y, panel, *, state=None, classes=None, weights=None):
@@ -440,8 +446,8 @@ class SequenceEstimator(BaseEstimator):
         else:
             seed = check_random_state(self.random_state).randint(2**31 - 1)
             rng = np.random.default_rng(seed)
-            model = self._build_network(n_inputs, per_step, target_state, jax.random.key(seed))
-            training_state = TrainingState(model=model, opt_state=config.init_optimizer_state(model))
+            spec = self._network_spec(n_inputs, per_step, target_state)
+            training_state = config.initial_state(spec, jax.random.key(seed))
         if given_valid is not None:
             train_data, valid_data = data, given_valid
         else:
@@ -657,9 +663,8 @@ class SequenceEstimator(BaseEstimator):
         # Files written before a parameter existed take its default (input_hold: "gap", as they were fitted).
         estimator = cls(**header["params"])
         target_state = estimator._target_state_from_metadata(header["fitted"])
-        skeleton = estimator._build_network(
-            header["n_model_inputs"], header["per_step"], target_state, jax.random.key(0)
-        )
+        spec = estimator._network_spec(header["n_model_inputs"], header["per_step"], target_state)
+        skeleton = eqx.filter_eval_shape(spec, jax.random.key(0))  # shapes only: nothing to compile
         model = eqx.tree_deserialise_leaves(io.BytesIO(weights), skeleton)
         prep = Preprocessing.from_json(header["preprocessing"])
         history = header["history"]
@@ -779,7 +784,7 @@ class S5Estimator(SequenceEstimator):
             raise ValueError(f"dt_min must be <= dt_max, got {self.dt_min!r} > {self.dt_max!r}")
 
     # ----- model -----
-    def _build_network(self, n_inputs: int, per_step: bool, target_state, key) -> SequenceNetwork:
+    def _build_network(self, n_inputs: int, per_step: bool, n_outputs: int, key) -> SequenceNetwork:
         if self.encoder == "pendulum_cnn" and n_inputs != 576:
             raise ValueError(
                 f"encoder='pendulum_cnn' needs 576 features per step (24x24 pixels), got {n_inputs}"
@@ -793,7 +798,7 @@ class S5Estimator(SequenceEstimator):
         return SequenceNetwork(
             make_encoder(self.encoder, n_inputs, key=k_enc),
             blocks,
-            self._make_head(self._n_outputs(target_state), k_head),
+            self._make_head(n_outputs, k_head),
             n_extra=1 if self.time_handling == "append" else 0,
             pooling="none" if per_step else self.pooling,
             key=k_proj,

@@ -21,9 +21,9 @@ from ..data import time_scale_from, to_panel
 from ..estimators import S5_CONSTRAINTS, TRAINING_CONSTRAINTS, SharedParameters
 from ..nn import IdentityEncoder, SequenceNetwork, make_blocks
 from ..training import (
+    NetworkSpec,
     Sequences,
     TrainingConfig,
-    TrainingState,
     enable_compilation_cache,
     predict_outputs,
     train,
@@ -181,10 +181,9 @@ class Forecaster(BaseEstimator):
         seed = check_random_state(self.random_state).randint(2**31 - 1)
         rng = np.random.default_rng(seed)
         train_data, valid_data = self._examples(layout, times, values, exog, scales, lead, rng)
-        network = self._build_network(layout, seed)
         config = TrainingConfig.from_estimator(self)
         result = train(
-            TrainingState(model=network, opt_state=config.init_optimizer_state(network)),
+            config.initial_state(NetworkSpec.of(self, layout.n_inputs, layout.d), jax.random.key(seed)),
             train_data,
             valid_data,
             query_nll,
@@ -268,16 +267,18 @@ class Forecaster(BaseEstimator):
             )
         return _sequences(train_parts), (_sequences(valid_parts) if valid_parts else None)
 
-    def _build_network(self, layout: StepLayout, seed: int) -> MultiHorizonNetwork:
-        k_proj, k_head, k_blocks = jax.random.split(jax.random.key(seed), 3)
+    def _build_network(self, n_inputs: int, d: int, key) -> MultiHorizonNetwork:
+        """The network for steps of `n_inputs` features and `d` outputs
+        (built on a copy, inside one compiled program: `NetworkSpec`)."""
+        k_proj, k_head, k_blocks = jax.random.split(key, 3)
         blocks = make_blocks(
             self.n_layers, self.d_model, self.state_size, self.blocks, self.discretization,
             False,  # causal: no reverse pass
             "auto", self.dt_min, self.dt_max, self.activation, self.dropout, self.prenorm, self.input_hold,
             key=k_blocks,
         )
-        network = SequenceNetwork(IdentityEncoder(layout.n_inputs), blocks, eqx.nn.Identity(), pooling="none", key=k_proj)
-        return MultiHorizonNetwork(network, self.d_model, layout.d, layout.n_inputs, key=k_head)
+        network = SequenceNetwork(IdentityEncoder(n_inputs), blocks, eqx.nn.Identity(), pooling="none", key=k_proj)
+        return MultiHorizonNetwork(network, self.d_model, d, n_inputs, key=k_head)
 
     # ------------------------------------------------------------------
     # forecasts

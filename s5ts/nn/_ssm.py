@@ -27,6 +27,18 @@ from ._irregular_scan import irregular_scan
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
 
 
+def _complex_product(left, right, dtype) -> tuple[Array, Array]:
+    """(Re, Im) of `left @ right` in `dtype` at full precision: one operand
+    a complex numpy constant (V, Vᴴ), the other a real JAX array."""
+
+    def matmul(a, b):
+        return jnp.matmul(jnp.asarray(a, dtype), jnp.asarray(b, dtype), precision=jax.lax.Precision.HIGHEST)
+
+    if np.iscomplexobj(left):
+        return matmul(left.real, right), matmul(left.imag, right)
+    return matmul(left, right.real), matmul(left, right.imag)
+
+
 def default_float(dtype=None):
     """`dtype`, or JAX's default float when None (float64 under
     `jax_enable_x64`, else float32), as `eqx.nn.Linear` chooses."""
@@ -143,26 +155,22 @@ class S5SSM(eqx.Module):
         lam, vectors = block_diagonal_hippo(state_size, blocks)
         k_b, k_c, k_cb, k_d, k_dt = jax.random.split(key, 5)
         full = 2 * state_size
-        # B̃ = V⁻¹B, C̃ = CV with real B, C (V has orthonormal columns: V⁻¹ = Vᴴ).
+        dtype = default_float(dtype)
+        # B̃ = V⁻¹B, C̃ = CV with real B, C (V has orthonormal columns: V⁻¹ = Vᴴ),
+        # in JAX, so a network builds inside one compiled program
+        # (`s5ts.training.initial_state`).
         b = jax.random.normal(k_b, (full, d_model)) / np.sqrt(d_model)
-        b_tilde = vectors.conj().T @ np.asarray(b, dtype=np.float64)
+        self.B_re, self.B_im = _complex_product(vectors.conj().T, b, dtype)
 
         def c_tilde(k):
             c = jax.random.normal(k, (d_model, full)) / np.sqrt(full)
-            return np.asarray(c, dtype=np.float64) @ vectors
+            return _complex_product(c, vectors, dtype)
 
-        c_fwd = c_tilde(k_c)
-        dtype = default_float(dtype)
         self.log_neg_real = jnp.asarray(np.log(-lam.real), dtype)
         self.lambda_imag = jnp.asarray(lam.imag, dtype)
-        self.B_re = jnp.asarray(b_tilde.real, dtype)
-        self.B_im = jnp.asarray(b_tilde.imag, dtype)
-        self.C_re = jnp.asarray(c_fwd.real, dtype)
-        self.C_im = jnp.asarray(c_fwd.imag, dtype)
+        self.C_re, self.C_im = c_tilde(k_c)
         if bidirectional:
-            c_back = c_tilde(k_cb)
-            self.C_back_re = jnp.asarray(c_back.real, dtype)
-            self.C_back_im = jnp.asarray(c_back.imag, dtype)
+            self.C_back_re, self.C_back_im = c_tilde(k_cb)
         else:
             self.C_back_re = self.C_back_im = None
         self.D = jax.random.normal(k_d, (d_model,), dtype)

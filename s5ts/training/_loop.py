@@ -29,6 +29,7 @@ import numpy as np
 from ._cache import release_compiled_programs
 from ._devices import placement_for, to_default_device
 from ._early_stopping import EarlyStopping
+from ._initial import initial_model_and_state
 from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, with_learning_rates
 from ._sequences import Sequences, batch_rows, iterate_batches, steps_per_epoch
 
@@ -120,18 +121,34 @@ def _metric(metric_fn, outputs, targets, weights):
     return metric_fn(outputs, targets, weights)
 
 
+#: The keys of a batch that the network reads.
+_INPUTS = ("u", "gaps", "mask", "extra")
+
+
 def evaluate_batch(model, batch, metric_fn):
     """(weighted sum, sum of weights) of `metric_fn` on one batch, without
     dropout: the metric on `predict_batch`'s outputs, so validation and
     prediction share one compiled forward pass (each costs seconds to
-    compile on a CPU; the metric's own program is tiny)."""
-    return _metric(metric_fn, predict_batch(model, batch), batch["y"], batch["weights"])
+    compile on a CPU; the metric's own program is tiny). The forward pass
+    sees the inputs alone, as at prediction: targets and weights in its
+    arguments would make it another program."""
+    inputs = {name: batch[name] for name in _INPUTS if name in batch}
+    return _metric(metric_fn, predict_batch(model, inputs), batch["y"], batch["weights"])
+
+
+def _forward_only(data: Sequences) -> Sequences:
+    """`data` batched at power-of-two lengths, uncapped: the validation set
+    and the series given to `predict` then share the forward pass's
+    compiled shapes (capped at each set's own longest series, they rarely
+    do; the extra padding costs a forward pass, not a training step)."""
+    return dataclasses.replace(data, cap_length=False)
 
 
 def evaluate(model, data: Sequences, batch_size: int, metric_fn) -> float:
     """The weighted mean of `metric_fn` over every real element of `data`."""
     total, count = 0.0, 0.0
     rows = batch_rows(len(data), batch_size)
+    data = _forward_only(data)
     model = placement_for(rows).replicate(model)
     for _, batch in iterate_batches(data, rows, shuffle=False):
         s, c = evaluate_batch(model, batch, metric_fn)
@@ -144,6 +161,7 @@ def predict_outputs(model, data: Sequences, batch_size: int) -> list:
     """Network outputs per series, in input order (numpy; per step: trimmed to L_i)."""
     results: list = [None] * len(data)
     rows = batch_rows(len(data), batch_size)
+    data = _forward_only(data)
     model = placement_for(rows).replicate(model)
     for indices, batch in iterate_batches(data, rows, shuffle=False):
         outputs = jax.tree.map(np.asarray, predict_batch(model, batch))
@@ -184,6 +202,12 @@ class TrainingConfig:
 
     def init_optimizer_state(self, model):
         return init_optimizer_state(model, float(self.weight_decay), self.grad_clip)
+
+    def initial_state(self, build: Callable[[Any], eqx.Module], key) -> "TrainingState":
+        """A new network `build(key)` and its optimiser state, compiled as
+        one program (`initial_model_and_state`; `build` a `NetworkSpec`)."""
+        model, opt_state = initial_model_and_state(build, key, float(self.weight_decay), self.grad_clip)
+        return TrainingState(model=model, opt_state=opt_state)
 
 
 @dataclasses.dataclass

@@ -81,6 +81,14 @@ def schedule_scales(steps: np.ndarray, total_steps: int | None, warmup_steps: in
     peak after the warm-up (`optax.warmup_constant_schedule`, for
     `partial_fit`, whose calls have no known end)."""
     steps = np.asarray(steps)
+    total = None if total_steps is None else int(total_steps)
+    return np.asarray(jax.device_get(_scales(steps, total, int(warmup_steps))), np.float64)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _scales(steps, total_steps: int | None, warmup_steps: int):
+    """`schedule_scales` as one compiled program per schedule (op by op,
+    each of the schedule's dozen operations would be its own)."""
     if total_steps is None:
         schedule = (
             optax.schedules.warmup_constant_schedule(0.0, 1.0, warmup_steps)
@@ -88,20 +96,20 @@ def schedule_scales(steps: np.ndarray, total_steps: int | None, warmup_steps: in
             else optax.constant_schedule(1.0)
         )
     elif warmup_steps:
-        decay_steps = max(int(total_steps), warmup_steps + 1)
+        decay_steps = max(total_steps, warmup_steps + 1)
         schedule = optax.warmup_cosine_decay_schedule(0.0, 1.0, warmup_steps, decay_steps, end_value=0.0)
     else:
-        schedule = optax.cosine_decay_schedule(1.0, max(int(total_steps), 1))
+        schedule = optax.cosine_decay_schedule(1.0, max(total_steps, 1))
     # optax's schedules mix their int32 step count with floats: allowed here
     # (host-side bookkeeping) under the strict promotion our tests use.
     with jax.numpy_dtype_promotion("standard"):
-        scales = schedule(steps)
-    return np.broadcast_to(np.asarray(jax.device_get(scales), np.float64), steps.shape)
+        return jnp.broadcast_to(schedule(steps), steps.shape)
 
 
+@eqx.filter_jit
 def init_optimizer_state(model, weight_decay: float, grad_clip: float | None):
     """A fresh optimiser state for `model`'s inexact arrays, its learning
     rates strongly typed float32 zeros (as the training step writes them, so
-    the step compiles once)."""
+    the step compiles once); one compiled program per network shape."""
     state = make_optimizer(float(weight_decay), grad_clip).init(eqx.filter(model, eqx.is_inexact_array))
     return with_learning_rates(state, dict.fromkeys(GROUPS, 0.0))
