@@ -12,6 +12,7 @@ from s5ts.nn import (
     ACTIVATIONS,
     GaussianHead,
     IdentityEncoder,
+    PendulumCNN,
     S5Block,
     SequenceNetwork,
     masked_last,
@@ -85,6 +86,43 @@ def test_padding_invariance_and_nan_padding(getkey, pooling, bidirectional):
         assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(grads))
     for out in outputs[1:]:
         np.testing.assert_allclose(out, outputs[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("pooling", ["none", "mean"])
+def test_batch_equals_vmap_of_the_call(getkey, pooling):
+    # `batch` runs the encoder on all B·L steps in one vmap (the pendulum
+    # CNN: rank-4 image batches for XLA); the outputs, dropout draws and
+    # gradients are those of the per-sequence call, vmapped.
+    blocks = [S5Block(8, 4, 2, dropout=0.3, key=getkey()) for _ in range(2)]
+    net = SequenceNetwork(
+        PendulumCNN(out_features=6, key=getkey()), blocks, GaussianHead(8, 2, 8, key=getkey()),
+        n_extra=1, pooling=pooling, key=getkey(),
+    )
+    rng = np.random.default_rng(4)
+    u = jnp.asarray(rng.uniform(size=(3, 5, 576)), jnp.float32)
+    gaps = jnp.asarray(rng.exponential(1.0, (3, 5)), jnp.float32)
+    mask = jnp.asarray(np.arange(5) < np.array([[5], [3], [1]]))
+    u = jnp.where(mask[..., None], u, jnp.nan)  # padding read as data would show
+    extra = gaps[..., None]
+    keys = jax.random.split(getkey(), 3)
+
+    def vmapped(net):
+        return jax.vmap(lambda u, g, m, e, k: net(u, g, m, e, key=k, inference=False))(u, gaps, mask, extra, keys)
+
+    def batched(net):
+        return net.batch(u, gaps, mask, extra, keys=keys, inference=False)
+
+    for a, b in zip(jax.tree.leaves(batched(net)), jax.tree.leaves(vmapped(net))):
+        if pooling == "none":
+            a, b = a[mask], b[mask]
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+    def loss(f):
+        return lambda net: sum(jnp.sum(jnp.where(mask[..., None], x, 0.0) ** 2) if pooling == "none" else jnp.sum(x**2) for x in f(net))
+
+    grads = [jax.tree.leaves(eqx.filter_grad(loss(f))(net)) for f in (batched, vmapped)]
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
 def test_masked_pooling():

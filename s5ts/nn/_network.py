@@ -11,7 +11,7 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
+from jaxtyping import Array, Bool, Complex, Float, Key, PRNGKeyArray
 
 from ._block import S5Block
 
@@ -83,7 +83,10 @@ class SequenceNetwork(eqx.Module):
 
     **Call:** `net(u (L, d_in), gaps (L,), mask (L,), extra (L, n_extra) | None,
     *, key=None, inference=True)` returns the head's output for every step
-    (leading axis L) or once per sequence.
+    (leading axis L) or once per sequence. `net.batch(u (B, L, d_in), gaps
+    (B, L), mask (B, L), extra, *, keys=None, inference=True)` is the call
+    vmapped over B sequences, with the encoder run on all B·L steps at once
+    (what the training loop uses).
     """
 
     encoder: eqx.Module
@@ -122,26 +125,44 @@ class SequenceNetwork(eqx.Module):
             features = jnp.concatenate([features, extra_k])
         return self.projection(features)
 
-    def _hidden(self, u, gaps, mask, extra, state, key, inference, every_step=False):
-        """Blocks' output (L, H) and the states after the last real step (or,
-        `every_step`, after every step: per block (L, P))."""
+    def _embedded(self, u, mask, extra):
+        """The steps' embeddings (..., H) for inputs (..., D) of any leading
+        shape, and the mask (L,) all True when None."""
         if mask is None:
-            mask = jnp.ones(u.shape[0], dtype=bool)
-        if self.n_extra and (extra is None or extra.shape != (u.shape[0], self.n_extra)):
-            raise ValueError(f"this network needs extra features of shape ({u.shape[0]}, {self.n_extra})")
+            mask = jnp.ones(u.shape[:-1], dtype=bool)
+        length = u.shape[-2]
+        if self.n_extra and (extra is None or extra.shape != (*u.shape[:-1], self.n_extra)):
+            raise ValueError(f"this network needs extra features of shape ({length}, {self.n_extra})")
         # Padding may hold NaN or garbage: replace it before the encoder so
         # neither outputs nor gradients see it.
-        u = jnp.where(mask[:, None], u, 0.0)
+        u = jnp.where(mask[..., None], u, 0.0)
         if extra is not None:
-            extra = jnp.where(mask[:, None], extra, 0.0)
-        h = jax.vmap(self._embed)(u, extra)
+            extra = jnp.where(mask[..., None], extra, 0.0)
+        # One vmap over every step: the encoder sees rank-2 inputs (steps, D)
+        # whatever the leading shape, a third faster for the pendulum CNN
+        # than under two nested vmaps (`batch`).
+        lead = u.shape[:-1]
+        flat_extra = None if extra is None else extra.reshape(-1, extra.shape[-1])
+        h = jax.vmap(self._embed)(u.reshape(-1, u.shape[-1]), flat_extra)
+        return h.reshape(*lead, -1), mask
+
+    def _blocks(self, h, gaps, mask, state, key, inference, every_step=False):
+        """Blocks' output (L, H) and the states after the last real step (or,
+        `every_step`, after every step: per block (L, P))."""
         keys = [None] * len(self.blocks) if key is None else list(jax.random.split(key, len(self.blocks)))
         states = [None] * len(self.blocks) if state is None else list(state)
         last_states = []
         for block, block_state, block_key in zip(self.blocks, states, keys):
             h, block_states = block.with_states(h, gaps, mask, block_state, key=block_key, inference=inference)
             last_states.append(block_states if every_step else block_states[-1])
-        return h, mask, tuple(last_states)
+        return h, tuple(last_states)
+
+    def _output(self, h, mask):
+        if self.pooling == "mean":
+            return self.head(masked_mean(h, mask))
+        if self.pooling == "last":
+            return self.head(masked_last(h, mask))
+        return jax.vmap(self.head)(h)
 
     def __call__(
         self,
@@ -153,12 +174,31 @@ class SequenceNetwork(eqx.Module):
         key: PRNGKeyArray | None = None,
         inference: bool = True,
     ) -> Any:
-        h, mask, _ = self._hidden(u, gaps, mask, extra, None, key, inference)
-        if self.pooling == "mean":
-            return self.head(masked_mean(h, mask))
-        if self.pooling == "last":
-            return self.head(masked_last(h, mask))
-        return jax.vmap(self.head)(h)
+        h, mask = self._embedded(u, mask, extra)
+        h, _ = self._blocks(h, gaps, mask, None, key, inference)
+        return self._output(h, mask)
+
+    def batch(
+        self,
+        u: Float[Array, "B L D"],
+        gaps: Float[Array, "B L"],
+        mask: Bool[Array, "B L"],
+        extra: Float[Array, "B L E"] | None = None,
+        *,
+        keys: Key[Array, " B"] | None = None,
+        inference: bool = True,
+    ) -> Any:
+        """`jax.vmap` of the call over B sequences (`keys` (B,) or None), with
+        the encoder applied to all B·L steps in one vmap: under two nested
+        vmaps XLA sees rank-5 image batches, and the pendulum CNN's
+        forward+backward took 200 ms instead of 158 ms (32 × 50 frames, CPU)."""
+        h, mask = self._embedded(u, mask, extra)
+
+        def one(h, gaps, mask, key):
+            h, _ = self._blocks(h, gaps, mask, None, key, inference)
+            return self._output(h, mask)
+
+        return jax.vmap(one)(h, gaps, mask, keys)
 
     def states(
         self,
@@ -177,7 +217,8 @@ class SequenceNetwork(eqx.Module):
         continuing the sequence there."""
         self._require_per_step("states()")
         state = self.init_state() if state is None else state
-        _, _, states = self._hidden(u, gaps, mask, extra, state, key, inference, every_step=True)
+        h, mask = self._embedded(u, mask, extra)
+        _, states = self._blocks(h, gaps, mask, state, key, inference, every_step=True)
         return states
 
     def _require_per_step(self, what: str) -> None:
@@ -218,5 +259,6 @@ class SequenceNetwork(eqx.Module):
         last real step)`, so a long series can be processed in chunks."""
         self._require_per_step("run()")
         state = self.init_state() if state is None else state
-        h, _, last_states = self._hidden(u, gaps, mask, extra, state, None, True)
+        h, mask = self._embedded(u, mask, extra)
+        h, last_states = self._blocks(h, gaps, mask, state, None, True)
         return jax.vmap(self.head)(h), last_states

@@ -79,9 +79,14 @@ def timed(fn, *args):
 
 
 def _batched_outputs(model, batch, key, inference):
+    """The network on every row of `batch`: its `batch` method where it has
+    one (`SequenceNetwork.batch`: the encoder on all steps at once), else
+    `jax.vmap` of its call."""
     extra = batch.get("extra")
     rows = batch["u"].shape[0]
     keys = None if key is None else jax.random.split(key, rows)
+    if hasattr(model, "batch"):
+        return model.batch(batch["u"], batch["gaps"], batch["mask"], extra, keys=keys, inference=inference)
 
     def one(u, gaps, mask, extra, k):
         return model(u, gaps, mask, extra, key=k, inference=inference)
