@@ -13,7 +13,7 @@ from ._cache import (
 )
 from ._devices import Placement, placement_for, to_default_device
 from ._early_stopping import EarlyStopping
-from ._initial import NetworkSpec, initial_model_and_state
+from ._initial import NetworkSpec
 from ._loop import (
     NonFiniteLossError,
     TrainingConfig,
@@ -62,7 +62,6 @@ __all__ = [
     "enable_compilation_cache",
     "evaluate",
     "gaussian_nll_loss",
-    "initial_model_and_state",
     "iterate_batches",
     "make_optimizer",
     "mse_loss",
