@@ -212,6 +212,20 @@ def test_constant_schedule_after_warmup():
     np.testing.assert_allclose(schedule_scales(np.array([0, 3]), 3, 3), [0, 1])  # no decay steps left
 
 
+def test_a_small_data_set_passes_over_its_data_until_an_epoch_has_min_epoch_steps():
+    config = TrainingConfig(min_epoch_steps=10)
+    assert [config.passes_per_epoch(n) for n in (1, 3, 10, 16)] == [10, 4, 1, 1]
+    assert TrainingConfig().passes_per_epoch(1) == 1  # None: one pass (CRU, the forecaster)
+    X, y = series_of_lengths([6] * 20, 2)
+    tiny = dict(n_layers=1, d_model=4, state_size=2, max_epochs=2, batch_size=8, validation_fraction=0.0)
+    steps = {}
+    for min_steps in (None, 7):
+        model = S5Regressor(**tiny, min_epoch_steps=min_steps, random_state=0).fit(X, y)
+        steps[min_steps] = model._training_state_.step
+        assert len(model.history_) == 2
+    assert steps == {None: 2 * 3, 7: 2 * 3 * 3}  # 3 batches; 3 passes of them reach 7 steps
+
+
 def test_early_stopping_waits_for_the_warm_up_and_a_real_gain():
     stopping = EarlyStopping(patience=2, tol=0.01, start=3)
     flat = [stopping.update(epoch, 1.0) for epoch in range(4)]

@@ -187,6 +187,7 @@ S5_CONSTRAINTS = {
     "time_handling": [StrOptions(set(TIME_HANDLING))],
     "scan": [StrOptions(set(SCAN_METHODS))],
     "ssm_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+    "min_epoch_steps": [Interval(Integral, 1, None, closed="left"), None],
 }
 
 
@@ -727,6 +728,7 @@ class S5Estimator(SequenceEstimator):
         validation_fraction=0.1,
         n_iter_no_change=20,
         tol=1e-4,
+        min_epoch_steps=None,
         scan="auto",
         random_state=None,
         verbose=False,
@@ -762,6 +764,7 @@ class S5Estimator(SequenceEstimator):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
+        self.min_epoch_steps = min_epoch_steps
         self.scan = scan
         self.random_state = random_state
         self.verbose = verbose

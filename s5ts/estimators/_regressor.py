@@ -220,7 +220,9 @@ class S5Regressor(RegressionTask, RegressorMixin, S5Estimator):
       `learning_rate`, `ssm_learning_rate` (Λ, B̃, log Δ: no weight decay),
       `weight_decay`, `warmup_epochs` (then cosine decay), `grad_clip`,
       `validation_fraction` and `n_iter_no_change` (early stopping on
-      validation MSE, best parameters kept), `random_state`, `verbose`
+      validation MSE, best parameters kept), `min_epoch_steps` (an epoch
+      passes over the data until it has made this many optimiser steps;
+      None: one pass), `random_state`, `verbose`
       (progress bar), `warm_start`, `scan`.
 
     **Fitted attributes:** `model_` (the Equinox network, best epoch),

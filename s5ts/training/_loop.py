@@ -14,6 +14,7 @@ data.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import threading
 import time
@@ -196,6 +197,16 @@ class TrainingConfig:
     n_iter_no_change: int | None = 20
     tol: float = 1e-4
     verbose: bool = False
+    min_epoch_steps: int | None = None
+
+    def passes_per_epoch(self, n_batches: int) -> int:
+        """Passes over the training data in one epoch: enough for
+        `min_epoch_steps` optimiser steps (1 when None), so that a small data
+        set, whose epoch is one or two batches, is not stopped after a
+        hundred steps."""
+        if self.min_epoch_steps is None:
+            return 1
+        return max(1, -(-int(self.min_epoch_steps) // max(int(n_batches), 1)))
 
     @classmethod
     def from_estimator(cls, estimator) -> "TrainingConfig":
@@ -317,7 +328,9 @@ def train(
     release_compiled_programs()
     epochs = config.max_epochs if epochs is None else epochs
     rows = batch_rows(len(train_data), config.batch_size)
-    n_steps = steps_per_epoch(train_data, rows)
+    batches_per_pass = steps_per_epoch(train_data, rows)
+    passes = config.passes_per_epoch(batches_per_pass)
+    n_steps = passes * batches_per_pass
     warmup_steps = config.warmup_epochs * n_steps
     ssm_rate = config.ssm_learning_rate if config.ssm_learning_rate is not None else config.learning_rate
     optimizer = make_optimizer(float(config.weight_decay), config.grad_clip)
@@ -354,7 +367,10 @@ def train(
             else:
                 scales = schedule_scales(np.arange(n_steps) + step, None, warmup_steps)
             losses = []
-            for scale, (_, batch) in zip(scales, iterate_batches(train_data, rows, shuffle=True, rng=rng)):
+            batches = itertools.chain.from_iterable(
+                iterate_batches(train_data, rows, shuffle=True, rng=rng) for _ in range(passes)
+            )
+            for scale, (_, batch) in zip(scales, batches):
                 key, step_key = jax.random.split(key)
                 rates = {"regular": np.float32(config.learning_rate * scale), "ssm": np.float32(ssm_rate * scale)}
                 progress.before_step(batch)
