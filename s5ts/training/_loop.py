@@ -206,7 +206,7 @@ class TrainingConfig:
         hundred steps."""
         if self.min_epoch_steps is None:
             return 1
-        return max(1, -(-int(self.min_epoch_steps) // max(int(n_batches), 1)))
+        return math.ceil(self.min_epoch_steps / n_batches)
 
     @classmethod
     def from_estimator(cls, estimator) -> "TrainingConfig":
