@@ -59,9 +59,11 @@ _TRAINING_PARAMETERS = SharedParameters(
         "time_col",
         "layout",
     ),
+    max_epochs=100,
     batch_size=50,
     learning_rate=1e-3,
     warmup_epochs=0,
+    validation_fraction=0.1,
     grad_clip=None,
     standardize=False,
 )

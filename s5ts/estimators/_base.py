@@ -47,6 +47,11 @@ from ..training import (
 )
 
 TIME_HANDLING = ("gaps", "drop", "append")
+
+#: The batch arrays that hold elapsed time under each `time_handling`
+#: (what observation dropout adds up over a dropped step).
+_ELAPSED = {"gaps": ("gaps",), "drop": (), "append": ("extra",)}
+
 _FORMAT_VERSION = 1
 
 
@@ -188,6 +193,7 @@ S5_CONSTRAINTS = {
     "scan": [StrOptions(set(SCAN_METHODS))],
     "ssm_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
     "min_epoch_steps": [Interval(Integral, 1, None, closed="left"), None],
+    "observation_dropout": [Interval(Real, 0, 1, closed="left")],
 }
 
 
@@ -395,6 +401,7 @@ class SequenceEstimator(BaseEstimator):
             targets=targets,
             per_step=per_step,
             weights=weights,
+            elapsed=_ELAPSED[prep.time_handling],
         )
 
     def _config(self) -> TrainingConfig:
@@ -718,17 +725,18 @@ class S5Estimator(SequenceEstimator):
         time_handling="gaps",
         first_gap=1.0,
         standardize=True,
-        max_epochs=100,
+        max_epochs=150,
         batch_size=32,
         learning_rate=1e-2,
         ssm_learning_rate=None,
         weight_decay=0.0,
         warmup_epochs=5,
         grad_clip=1.0,
-        validation_fraction=0.1,
+        validation_fraction=0.0,
         n_iter_no_change=20,
         tol=1e-4,
-        min_epoch_steps=None,
+        min_epoch_steps=20,
+        observation_dropout=0.3,
         scan="auto",
         random_state=None,
         verbose=False,
@@ -765,6 +773,7 @@ class S5Estimator(SequenceEstimator):
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.min_epoch_steps = min_epoch_steps
+        self.observation_dropout = observation_dropout
         self.scan = scan
         self.random_state = random_state
         self.verbose = verbose

@@ -222,7 +222,9 @@ class S5Regressor(RegressionTask, RegressorMixin, S5Estimator):
       `validation_fraction` and `n_iter_no_change` (early stopping on
       validation MSE, best parameters kept), `min_epoch_steps` (an epoch
       passes over the data until it has made this many optimiser steps;
-      None: one pass), `random_state`, `verbose`
+      None: one pass), `observation_dropout` (each training batch drops
+      each observation with this probability, its gap added to the next
+      one's: augmentation for irregular series), `random_state`, `verbose`
       (progress bar), `warm_start`, `scan`.
 
     **Fitted attributes:** `model_` (the Equinox network, best epoch),

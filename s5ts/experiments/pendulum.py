@@ -45,6 +45,8 @@ S5_PAPER_CONFIG = dict(
     warmup_epochs=1,
     grad_clip=None,
     standardize=False,
+    min_epoch_steps=None,  # the paper's epochs: one pass over the data,
+    observation_dropout=0.0,  # every frame of every sequence
 )
 
 #: CRU's published training setting (the CRU paper).

@@ -42,7 +42,10 @@ from ._steps import SeriesScale, StepLayout, draw_queries, last_values, observat
 #: The `S5Estimator` parameters the forecaster takes, with defaults for one
 #: or a few series (see docs/forecasting.md for how they were chosen).
 PARAMETERS = SharedParameters(
-    exclude=("bidirectional", "encoder", "pooling", "time_handling", "standardize", "scan", "warm_start"),
+    exclude=(
+        "bidirectional", "encoder", "pooling", "time_handling", "standardize", "scan", "warm_start",
+        "observation_dropout",
+    ),
     max_epochs=200,
     batch_size=8,
     learning_rate=1e-3,
@@ -50,6 +53,7 @@ PARAMETERS = SharedParameters(
     warmup_epochs=5,
     validation_fraction=0.15,
     n_iter_no_change=10,  # 20 kept later epochs that fit the held-out tail by chance (docs/forecasting.md)
+    min_epoch_steps=None,  # its own MIN_BATCHES_PER_EPOCH repeats the windows of small data sets
 )
 
 #: Leads drawn per origin of the held-out tail (at least `n_queries`): its

@@ -35,6 +35,7 @@ FAST_PARAMETERS = {
     "max_epochs": 2,
     "batch_size": 8,
     "validation_fraction": 0.0,
+    "min_epoch_steps": None,
     "random_state": 0,
 }
 

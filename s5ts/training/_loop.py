@@ -198,6 +198,7 @@ class TrainingConfig:
     tol: float = 1e-4
     verbose: bool = False
     min_epoch_steps: int | None = None
+    observation_dropout: float = 0.0
 
     def passes_per_epoch(self, n_batches: int) -> int:
         """Passes over the training data in one epoch: enough for
@@ -368,7 +369,10 @@ def train(
                 scales = schedule_scales(np.arange(n_steps) + step, None, warmup_steps)
             losses = []
             batches = itertools.chain.from_iterable(
-                iterate_batches(train_data, rows, shuffle=True, rng=rng) for _ in range(passes)
+                iterate_batches(
+                    train_data, rows, shuffle=True, rng=rng, observation_dropout=config.observation_dropout
+                )
+                for _ in range(passes)
             )
             for scale, (_, batch) in zip(scales, batches):
                 key, step_key = jax.random.split(key)

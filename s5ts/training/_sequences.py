@@ -17,6 +17,7 @@ import numpy as np
 
 from ..data import assign_buckets, bucket_length, make_batches, pad_batch, plan_buckets
 from ._devices import placement_for
+from ._thinning import thin_observations
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +35,10 @@ class Sequences:
       padding for data of one length); False pads every batch to a power
       of two, so fits on data of other lengths reuse the compiled programs
       (`s5ts.data.plan_buckets`).
+    - `elapsed`: the batch keys that hold elapsed time (`"gaps"` under
+      `time_handling="gaps"`, `"extra"` under `"append"`, none under
+      `"drop"`): what observation dropout adds up over a dropped step
+      (`thin_observations`).
     """
 
     inputs: tuple
@@ -43,6 +48,7 @@ class Sequences:
     per_step: bool = False
     weights: np.ndarray | None = None
     cap_length: bool = True
+    elapsed: tuple[str, ...] = ("gaps",)
 
     def __len__(self) -> int:
         return len(self.inputs)
@@ -119,15 +125,29 @@ def batch_rows(n: int, batch_size: int) -> int:
 
 
 def iterate_batches(
-    data: Sequences, rows: int, *, shuffle: bool, rng: np.random.Generator | None = None
+    data: Sequences,
+    rows: int,
+    *,
+    shuffle: bool,
+    rng: np.random.Generator | None = None,
+    observation_dropout: float = 0.0,
 ) -> Iterator[tuple[np.ndarray, dict]]:
     """(indices, batch) pairs over the length buckets of `plan_buckets`;
-    each batch split over the local devices (`placement_for(rows)`)."""
+    each batch split over the local devices (`placement_for(rows)`).
+
+    `observation_dropout` > 0 (training only) drops each observation of a
+    batch with that probability, drawn from `rng` (`thin_observations`);
+    the batch keeps its shape, so nothing compiles again."""
     placement = placement_for(rows)
     buckets = plan_buckets(data.lengths, cap=data.cap_length)
     padded = assign_buckets(data.lengths, buckets)
     for indices in make_batches(data.lengths, rows, shuffle=shuffle, rng=rng, buckets=buckets):
-        yield indices, placement.put_batch(padded_batch(data, indices, rows, int(padded[indices[0]])))
+        batch = padded_batch(data, indices, rows, int(padded[indices[0]]))
+        if observation_dropout > 0:
+            batch = thin_observations(
+                batch, observation_dropout, rng, per_step=data.per_step, elapsed=data.elapsed
+            )
+        yield indices, placement.put_batch(batch)
 
 
 def steps_per_epoch(data: Sequences, rows: int) -> int:

@@ -1,0 +1,118 @@
+"""Observation dropout: training batches that see a random subset of each
+series' observations.
+
+An irregular series is one random subset of the times its quantity could
+have been observed at; thinning it again at random gives another plausible
+sample of the same series with the same target. Each training batch drops
+each observation with probability `rate`, independently, keeping at least
+one per series. The kept observations move to the front of their row (the
+padded length, and so the compiled step, stays the same), and a dropped
+observation's elapsed time is added to the next kept one, so that the gaps
+still add up to the time between kept observations. The first kept
+observation takes the row's first gap (`first_gap`, as every series'
+first observation does at prediction).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: The batch arrays with one entry per step (besides `"u"`, `"gaps"`,
+#: `"mask"`), compacted with them when present.
+_STEP_KEYS = ("extra",)
+#: Those that are per step only when the targets are (`Sequences.per_step`).
+_PER_STEP_TARGET_KEYS = ("y", "weights")
+
+
+def thin_observations(
+    batch: dict[str, np.ndarray],
+    rate: float,
+    rng: np.random.Generator,
+    *,
+    per_step: bool = False,
+    elapsed: tuple[str, ...] = ("gaps",),
+) -> dict[str, np.ndarray]:
+    """Drop each observed step of a padded batch with probability `rate`:
+    `keep_observations(batch, draw_kept(batch["mask"], rate, rng), ...)`.
+
+    **Arguments:**
+
+    - `batch`: a padded batch (`padded_batch`): `"u"` (B, L, D), `"gaps"`
+      (B, L), `"mask"` (B, L) bool, optionally `"extra"` (B, L, E) and the
+      targets `"y"` / `"weights"`, per step (B, L, ...) when `per_step`.
+    - `rate`: the probability that an observation is dropped, in [0, 1).
+    - `rng`: draws which observations are dropped.
+    - `per_step`, `elapsed`: as in `keep_observations`.
+
+    **Returns:** a new batch of the same shapes and dtypes (the input is
+    not modified); rows without observations (padding rows) stay empty.
+    """
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"rate must be in [0, 1), got {rate!r}")
+    if rate == 0.0:
+        return dict(batch)
+    kept = draw_kept(np.asarray(batch["mask"], dtype=bool), rate, rng)
+    return keep_observations(batch, kept, per_step=per_step, elapsed=elapsed)
+
+
+def draw_kept(mask: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
+    """Which observed steps to keep, (B, L) bool: each with probability
+    1 − `rate`, and at least one (a random one) of every row that has one.
+    Padded steps (`mask` False) are never kept."""
+    kept = mask & (rng.random(mask.shape) >= rate)
+    for row in np.flatnonzero(mask.any(axis=1) & ~kept.any(axis=1)):
+        kept[row, rng.choice(np.flatnonzero(mask[row]))] = True
+    return kept
+
+
+def keep_observations(
+    batch: dict[str, np.ndarray],
+    kept: np.ndarray,
+    *,
+    per_step: bool = False,
+    elapsed: tuple[str, ...] = ("gaps",),
+) -> dict[str, np.ndarray]:
+    """The batch with only the `kept` steps, (B, L) bool, moved to the front
+    of their rows in their order; the rest is padding (0, mask False).
+
+    **Arguments:**
+
+    - `batch`, `kept`: a padded batch, and a subset of its `"mask"`.
+    - `per_step`: whether `"y"` and `"weights"` have one entry per step.
+    - `elapsed`: the keys whose values are elapsed time, (B, L) or
+      (B, L, 1): a dropped step's value is added to the next kept step's,
+      and the first kept step takes the row's first value (the gap before
+      a series' first observation). `("gaps",)` for `time_handling="gaps"`,
+      `("extra",)` for `"append"`, `()` for `"drop"` (every gap stays 1).
+    """
+    mask = np.asarray(batch["mask"], dtype=bool)
+    if (kept & ~mask).any():
+        raise ValueError("kept must be a subset of the batch's mask")
+    rows, length = mask.shape
+    # Kept steps first, in their order; the dropped ones after them, masked.
+    order = np.argsort(~kept, axis=1, kind="stable")
+    new_mask = np.arange(length)[None, :] < kept.sum(axis=1, keepdims=True)
+
+    def expand(a: np.ndarray, values: np.ndarray) -> np.ndarray:
+        return a.reshape(rows, length, *([1] * (values.ndim - 2)))
+
+    def compact(values: np.ndarray) -> np.ndarray:
+        moved = np.take_along_axis(values, expand(order, values), axis=1)
+        return np.where(expand(new_mask, values), moved, np.zeros((), values.dtype))
+
+    def merge(values: np.ndarray) -> np.ndarray:
+        # The time from a row's first step to each kept one, differenced.
+        total = np.cumsum(np.where(expand(mask, values), values, 0), axis=1, dtype=np.float64)
+        merged = np.diff(compact(total), axis=1, prepend=0.0)
+        merged[:, 0] = values[:, 0]
+        return np.where(expand(new_mask, values), merged, 0).astype(values.dtype)
+
+    keys = ["u", "gaps", *(k for k in _STEP_KEYS if k in batch)]
+    if per_step:
+        keys += [k for k in _PER_STEP_TARGET_KEYS if k in batch]
+    out = dict(batch)
+    for key in keys:
+        values = np.asarray(batch[key])
+        out[key] = merge(values) if key in elapsed else compact(values)
+    out["mask"] = new_mask
+    return out
