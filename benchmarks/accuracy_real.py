@@ -422,8 +422,9 @@ def report(results, datasets, methods, context: dict) -> str:
             "",
             "## S5 training",
             "",
-            "Epochs run / epoch of the kept (best validation) parameters, counted from 0. The defaults hold out"
-            " `validation_fraction=0.1` of the training series for early stopping (`n_iter_no_change=10`).",
+            "Epochs run / epoch of the kept parameters (the lowest validation figure, or training loss without a"
+            " validation split), counted from 0. The defaults hold out nothing (`validation_fraction=0.0`): early"
+            " stopping watches the training loss (`n_iter_no_change=20`).",
             "",
             table(["data set"] + s5_names, s5_rows),
         ]

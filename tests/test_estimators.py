@@ -28,7 +28,12 @@ import s5ts.training._loop as training
 from s5ts import S5Classifier, S5Regressor
 from s5ts.data import to_panel
 
-FAST = dict(n_layers=1, d_model=8, state_size=4, batch_size=8, validation_fraction=0.0, random_state=0)
+# One pass over the data an epoch, every observation seen (not the defaults'
+# min_epoch_steps and observation_dropout): the mechanics under test count steps.
+FAST = dict(
+    n_layers=1, d_model=8, state_size=4, batch_size=8, validation_fraction=0.0, random_state=0,
+    min_epoch_steps=None, observation_dropout=0.0,
+)
 
 
 def make_frames(n=16, seed=0, kind="datetime", tz=None, nan_fraction=0.0):

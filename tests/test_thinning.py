@@ -119,7 +119,7 @@ def test_a_fit_with_observation_dropout_is_reproducible_and_predict_sees_every_o
     fit = lambda: S5Regressor(**TINY, observation_dropout=0.3, time_handling=time_handling).fit(X, y, times=times)
     first, second = fit(), fit()
     np.testing.assert_array_equal(first.predict(X, times=times), second.predict(X, times=times))
-    plain = S5Regressor(**TINY, time_handling=time_handling).fit(X, y, times=times)
+    plain = S5Regressor(**TINY, observation_dropout=0.0, time_handling=time_handling).fit(X, y, times=times)
     assert not np.allclose(first.predict(X, times=times), plain.predict(X, times=times))
     # predict is deterministic: no observation is dropped outside training
     np.testing.assert_array_equal(first.predict(X, times=times), first.predict(X, times=times))
@@ -136,3 +136,12 @@ def test_observation_dropout_outside_0_1_is_an_error_naming_it(estimator, bad):
 
 def test_the_forecaster_has_no_observation_dropout():
     assert "observation_dropout" not in Forecaster().get_params()
+
+
+@pytest.mark.parametrize(("time_handling", "rate"), [("gaps", 0.3), ("append", 0.3), ("drop", 0.0)])
+def test_auto_thins_only_a_model_that_sees_the_times(time_handling, rate):
+    X, times, y = _series()
+    fit = lambda dropout: S5Regressor(**TINY, time_handling=time_handling, observation_dropout=dropout).fit(
+        X, y, times=times
+    )
+    np.testing.assert_array_equal(fit("auto").predict(X, times=times), fit(rate).predict(X, times=times))

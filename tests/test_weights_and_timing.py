@@ -17,7 +17,12 @@ from s5ts import S5Classifier, S5Regressor
 
 # One batch holds every series (batch_size > n + duplicates) and there is no
 # validation split, so a weight of 2 and a duplicate give the same loss.
-ONE_BATCH = dict(n_layers=1, d_model=8, state_size=4, batch_size=32, max_epochs=4, validation_fraction=0.0, random_state=0)
+# One pass over the data an epoch, every observation seen (not the defaults'
+# min_epoch_steps and observation_dropout): the mechanics under test count steps.
+ONE_BATCH = dict(
+    n_layers=1, d_model=8, state_size=4, batch_size=32, max_epochs=4, validation_fraction=0.0, random_state=0,
+    min_epoch_steps=None, observation_dropout=0.0,
+)
 
 
 def series(n=12, seed=0):

@@ -52,6 +52,12 @@ TIME_HANDLING = ("gaps", "drop", "append")
 #: (what observation dropout adds up over a dropped step).
 _ELAPSED = {"gaps": ("gaps",), "drop": (), "append": ("extra",)}
 
+#: `observation_dropout="auto"` under each `time_handling`: thin only a
+#: model that sees the times, for which a thinned series is another sample
+#: of the same one; under "drop" it would only shift the steps
+#: (docs/estimators.md, "Observation dropout").
+AUTO_OBSERVATION_DROPOUT = {"gaps": 0.3, "drop": 0.0, "append": 0.3}
+
 _FORMAT_VERSION = 1
 
 
@@ -193,7 +199,7 @@ S5_CONSTRAINTS = {
     "scan": [StrOptions(set(SCAN_METHODS))],
     "ssm_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
     "min_epoch_steps": [Interval(Integral, 1, None, closed="left"), None],
-    "observation_dropout": [Interval(Real, 0, 1, closed="left")],
+    "observation_dropout": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
 }
 
 
@@ -736,7 +742,7 @@ class S5Estimator(SequenceEstimator):
         n_iter_no_change=20,
         tol=1e-4,
         min_epoch_steps=20,
-        observation_dropout=0.3,
+        observation_dropout="auto",
         scan="auto",
         random_state=None,
         verbose=False,
@@ -790,6 +796,12 @@ class S5Estimator(SequenceEstimator):
     @property
     def _time_handling(self) -> str:
         return self.time_handling
+
+    def _config(self) -> TrainingConfig:
+        rate = self.observation_dropout
+        if rate == "auto":
+            rate = AUTO_OBSERVATION_DROPOUT[self.time_handling]
+        return TrainingConfig.from_estimator(self, observation_dropout=rate)
 
     def _check_relations(self) -> None:
         if self.dt_min > self.dt_max:

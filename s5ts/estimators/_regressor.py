@@ -224,7 +224,8 @@ class S5Regressor(RegressionTask, RegressorMixin, S5Estimator):
       passes over the data until it has made this many optimiser steps;
       None: one pass), `observation_dropout` (each training batch drops
       each observation with this probability, its gap added to the next
-      one's: augmentation for irregular series), `random_state`, `verbose`
+      one's: augmentation for irregular series; "auto": 0.3, or 0 under
+      `time_handling="drop"`), `random_state`, `verbose`
       (progress bar), `warm_start`, `scan`.
 
     **Fitted attributes:** `model_` (the Equinox network, best epoch),

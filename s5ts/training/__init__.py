@@ -1,5 +1,6 @@
-"""Training: batching of `Sequences`, the optimiser and its schedule, the
-loop, early stopping, device placement, losses and the compilation cache.
+"""Training: batching of `Sequences` and thinning them (observation
+dropout), the optimiser and its schedule, the loop, early stopping,
+device placement, losses and the compilation cache.
 
 Used by the estimators, the sktime forecaster and the CRU baseline through
 these names; nothing here imports scikit-learn or sktime.
@@ -42,6 +43,7 @@ from ._optimizer import (
     with_learning_rates,
 )
 from ._sequences import Sequences, batch_rows, iterate_batches, padded_batch, split_validation, steps_per_epoch
+from ._thinning import keep_observations, thin_observations
 
 __all__ = [
     "EarlyStopping",
@@ -63,6 +65,7 @@ __all__ = [
     "evaluate",
     "gaussian_nll_loss",
     "iterate_batches",
+    "keep_observations",
     "make_optimizer",
     "mse_loss",
     "padded_batch",
@@ -76,6 +79,7 @@ __all__ = [
     "split_validation",
     "squared_error",
     "steps_per_epoch",
+    "thin_observations",
     "to_default_device",
     "train",
     "train_step",

@@ -210,11 +210,12 @@ class TrainingConfig:
         return math.ceil(self.min_epoch_steps / n_batches)
 
     @classmethod
-    def from_estimator(cls, estimator) -> "TrainingConfig":
+    def from_estimator(cls, estimator, **resolved) -> "TrainingConfig":
         """The settings of an estimator with parameters of the same names
         (those it does not have, such as CRU's `ssm_learning_rate`, keep
-        their defaults)."""
-        params = estimator.get_params(deep=False)
+        their defaults); `resolved` gives values for parameters whose
+        estimator value is not a setting itself (`observation_dropout="auto"`)."""
+        params = {**estimator.get_params(deep=False), **resolved}
         return cls(**{f.name: params[f.name] for f in dataclasses.fields(cls) if f.name in params})
 
     def init_optimizer_state(self, model):
