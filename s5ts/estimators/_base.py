@@ -45,6 +45,7 @@ from ..training import (
     split_validation,
     train,
 )
+from ._scaling import choose_scaling, scale_values, series_reference, weighted_mean_std
 
 TIME_HANDLING = ("gaps", "drop", "append")
 
@@ -71,6 +72,9 @@ class Preprocessing:
     missing_indicator: bool
     time_scale: float
     time_kind: str
+    # How the features were scaled ("none", "global" or "series"; see
+    # `_scaling`): `feature_mean` and `feature_std` are its location and scale.
+    scaling: str = "global"
     # How times become the network's gaps; fixed at fit so that set_params
     # after fit cannot feed the network inputs it was not trained on.
     time_handling: str = "gaps"
@@ -96,31 +100,19 @@ class Preprocessing:
         return cls(**data)
 
 
-def weighted_mean_std(values: np.ndarray, weights: np.ndarray | None = None):
-    """Mean and standard deviation of each column of `values` (m, k) over its
-    non-NaN entries, each row weighted by `weights` (m,) (a row of weight 2
-    counts as two copies of it)."""
-    observed = ~np.isnan(values)
-    w = observed * (1.0 if weights is None else np.asarray(weights, np.float64)[:, None])
-    total = w.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = (w * np.nan_to_num(values)).sum(axis=0) / total
-        var = (w * np.nan_to_num(values - mean) ** 2).sum(axis=0) / total
-    return mean, np.sqrt(var)
-
-
 def learn_preprocessing(
     panel: RaggedPanel,
-    standardize: bool,
+    standardize: bool | str,
     time_handling: str = "gaps",
     first_gap: float = 1.0,
     weights: np.ndarray | None = None,
 ) -> Preprocessing:
-    """Feature means and standard deviations (over observed values, each
-    series weighted by `weights`), whether any value is missing (then the
-    network also sees an observed-channel mask), and the time scale: the
-    median gap between observations (unweighted: it describes the sampling,
-    not the series' importance)."""
+    """How the features are scaled (`standardize`: True is `"global"`,
+    False `"none"`; `"auto"` is resolved here, see `_scaling`), from observed
+    values with each series weighted by `weights`; whether any value is
+    missing (then the network also sees an observed-channel mask); and the
+    time scale: the median gap between observations (unweighted: it describes
+    the sampling, not the series' importance)."""
     stacked = np.concatenate(panel.values, axis=0)
     never = np.flatnonzero(np.isnan(stacked).all(axis=0))
     if never.size:
@@ -129,20 +121,26 @@ def learn_preprocessing(
             f"{panel.ids[0]!r} to {panel.ids[-1]!r}): a feature never observed cannot be learned; "
             "drop it before fitting"
         )
-    if standardize:
+    scaling = {True: "global", False: "none"}.get(standardize, standardize)
+    location, scale = np.zeros(panel.n_features), np.ones(panel.n_features)
+    if scaling in ("global", "auto"):
         rows = None if weights is None else np.repeat(weights, panel.lengths)
-        mean, std = weighted_mean_std(stacked, rows)
-        std = np.where(std > 0, std, 1.0)
-    else:
-        mean = np.zeros(panel.n_features)
-        std = np.ones(panel.n_features)
+        location, std = weighted_mean_std(stacked, rows)
+        scale = np.where(std > 0, std, 1.0)
+    if scaling in ("series", "auto"):
+        series_location, series_scale = series_reference(panel.values, weights)
+        if scaling == "auto":
+            scaling = choose_scaling(scale, series_scale)
+        if scaling == "series":
+            location, scale = series_location, series_scale
     return Preprocessing(
         columns=tuple(panel.columns),
-        feature_mean=mean,
-        feature_std=std,
+        feature_mean=location,
+        feature_std=scale,
         missing_indicator=bool(np.isnan(stacked).any()),
         time_scale=float(time_scale_from(panel)),
         time_kind=panel.time_kind,
+        scaling=scaling,
         time_handling=time_handling,
         first_gap=float(first_gap),
         tz=panel.tz,
@@ -165,7 +163,7 @@ TRAINING_CONSTRAINTS = {
     "layout": [StrOptions(set(LAYOUTS))],
     "encoder": [StrOptions(set(ENCODERS))],
     "first_gap": [Interval(Real, 0, None, closed="neither")],
-    "standardize": ["boolean"],
+    "standardize": ["boolean", StrOptions({"auto", "global", "series"})],
     "max_epochs": [Interval(Integral, 1, None, closed="left")],
     "batch_size": [Interval(Integral, 1, None, closed="left")],
     "learning_rate": [Interval(Real, 0, None, closed="neither")],
@@ -373,7 +371,7 @@ class SequenceEstimator(BaseEstimator):
     def _sequences(
         self, panel: RaggedPanel, prep: Preprocessing, targets=None, per_step=False, weights=None, *, encoder=None
     ) -> Sequences:
-        """Model-ready inputs: standardised features (NaN → 0, plus the
+        """Model-ready inputs: scaled features (`_scaling`; NaN → 0, plus the
         observed-channel mask when the training data had missing values) and
         gaps in model time units, per `prep.time_handling`. `encoder`: the
         network's encoder; None: the fitted network's (a `set_params` after
@@ -392,7 +390,7 @@ class SequenceEstimator(BaseEstimator):
                     "observed-channel mask; refit on data that has them, or impute first"
                 )
                 raise ValueError(f"series {panel.ids[i]!r}, column {column!r}: NaN in X, but {reason}")
-            scaled = np.where(observed, (values - prep.feature_mean) / prep.feature_std, 0.0)
+            scaled = scale_values(values, prep.scaling, prep.feature_mean, prep.feature_std)
             if prep.missing_indicator:
                 scaled = np.concatenate([scaled, observed.astype(np.float64)], axis=1)
             real_gaps = gaps_from_times(times, prep.time_scale, prep.first_gap)
@@ -730,7 +728,7 @@ class S5Estimator(SequenceEstimator):
         pooling="mean",
         time_handling="gaps",
         first_gap=1.0,
-        standardize=True,
+        standardize="auto",
         max_epochs=150,
         batch_size=32,
         learning_rate=1e-2,

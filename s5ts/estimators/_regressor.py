@@ -15,7 +15,8 @@ from ..data import to_targets
 from ..nn import GaussianHead
 from sklearn.utils._param_validation import StrOptions
 
-from ._base import S5Estimator, weighted_mean_std, with_shared_parameters
+from ._base import S5Estimator, with_shared_parameters
+from ._scaling import weighted_mean_std
 from ..training import SquaredErrorInUnits, gaussian_nll_loss, mse_loss
 
 REGRESSION_LOSSES = {"mse": mse_loss, "gaussian_nll": gaussian_nll_loss}
@@ -194,7 +195,13 @@ class S5Regressor(RegressionTask, RegressorMixin, S5Estimator):
     list of n DataFrames (L_i, d) indexed by time, a (series, time)
     MultiIndex frame, a long frame, a 3-D array (n, L, d) with `times=`
     (n, L), or a 2-D array (n, L). NaN in features means "not observed": the
-    model sees standardised values (NaN → 0) plus an observed-channel mask.
+    model sees scaled values (NaN → 0) plus an observed-channel mask.
+    `standardize`: "global" (or True: every feature by the mean and standard
+    deviation of all training values), "series" (each series by its own,
+    plus its level and log-scale as two more channels per feature), False
+    (as they are), or "auto" (the default: "series" when a few series'
+    scales dwarf the rest, else "global"; `preprocessing_.scaling` says
+    which was used).
 
     **Targets:** one per series, `y` (n,) or (n, k) → `predict` returns
     (n,) or (n, k); or one per observation (a list of (L_i,) / (L_i, k)

@@ -1,0 +1,105 @@
+"""How feature values are scaled before the network: the maths of the
+estimators' `standardize` parameter, as pure numpy functions.
+
+- `"global"`: one location m and scale s per feature, the mean and standard
+  deviation of every observed training value: x' = (x − m) / s.
+- `"series"`: each series by its own mean μᵢ and standard deviation σᵢ
+  (over its observed values), z = (x − μᵢ) / σ̃ᵢ, plus two channels per
+  feature, constant along the series, that keep what z forgets:
+  level asinh((μᵢ − m) / s) and scale log(σ̃ᵢ / s). Here m is the mean of the
+  training series' means, s the geometric mean of their (positive) standard
+  deviations, and σ̃ᵢ = max(σᵢ, 10⁻³ s), so that a constant series does not
+  divide by zero. asinh and log keep levels and scales that span orders of
+  magnitude within a few units.
+- `"none"`: the values as they are.
+- `"auto"` (resolved at fit by `choose_scaling`): `"series"` when, for some
+  feature, the typical series' spread s is under `AUTO_SERIES_RATIO` of the
+  pooled spread of all values, so that a few series of a much larger scale
+  would squash every other series to a near-constant under `"global"`
+  (PLAID's appliance currents span five orders of magnitude); `"global"`
+  otherwise. docs/estimators.md, "Scaling of the features", has the
+  benchmark behind the rule.
+
+Missing values (NaN) stay out of every statistic; in the scaled inputs they
+are 0, and the caller adds the observed-channel mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+SCALINGS = ("none", "global", "series")
+
+#: `"auto"` picks `"series"` below this ratio of the typical series' spread
+#: to the pooled spread (see the module docstring).
+AUTO_SERIES_RATIO = 0.1
+
+#: σ̃ᵢ = max(σᵢ, SCALE_FLOOR · s) under `"series"`.
+SCALE_FLOOR = 1e-3
+
+
+def weighted_mean_std(values: np.ndarray, weights: np.ndarray | None = None):
+    """Mean and standard deviation of each column of `values` (m, k) over its
+    non-NaN entries, each row weighted by `weights` (m,) (a row of weight 2
+    counts as two copies of it). NaN for a column with no entry."""
+    observed = ~np.isnan(values)
+    w = observed * (1.0 if weights is None else np.asarray(weights, np.float64)[:, None])
+    total = w.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (w * np.nan_to_num(values)).sum(axis=0) / total
+        var = (w * np.nan_to_num(values - mean) ** 2).sum(axis=0) / total
+    return mean, np.sqrt(var)
+
+
+def series_moments(values: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Each series' mean and (population) standard deviation per feature over
+    its observed values: two arrays (n series, k features), NaN where a
+    series never observes a feature."""
+    moments = [weighted_mean_std(v) for v in values]
+    return np.array([m for m, _ in moments]).reshape(len(values), -1), np.array(
+        [s for _, s in moments]
+    ).reshape(len(values), -1)
+
+
+def series_reference(
+    values: Sequence[np.ndarray], weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The location m (k,) and scale s (k,) of `"series"` scaling: the mean of
+    the series' means and the geometric mean of their positive standard
+    deviations, each series weighted by `weights` (n,). A feature that no
+    series spreads (every series constant or observed once) gets s = 1."""
+    means, stds = series_moments(values)
+    location, _ = weighted_mean_std(means, weights)
+    with np.errstate(divide="ignore"):
+        log_std = np.where(stds > 0, np.log(np.where(stds > 0, stds, 1.0)), np.nan)
+    mean_log, _ = weighted_mean_std(log_std, weights)
+    scale = np.where(np.isfinite(mean_log), np.exp(np.nan_to_num(mean_log)), 1.0)
+    return location, scale
+
+
+def choose_scaling(pooled_std: np.ndarray, series_scale: np.ndarray) -> str:
+    """What `standardize="auto"` means for these data: `"series"` if some
+    feature's typical series spread (`series_scale`, (k,)) is under
+    `AUTO_SERIES_RATIO` of its pooled spread (`pooled_std`, (k,)), else
+    `"global"`."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = series_scale / pooled_std
+    return "series" if bool(np.any(ratio < AUTO_SERIES_RATIO)) else "global"
+
+
+def scale_values(values: np.ndarray, scaling: str, location: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """One series' values (L, k) scaled per `scaling` with the fitted
+    `location` and `scale` (k,): (L, k), or (L, 3k) under `"series"` (z, then
+    level, then scale channels). Missing values are 0."""
+    observed = ~np.isnan(values)
+    if scaling != "series":
+        return np.where(observed, (values - location) / scale, 0.0)
+    (mean,), (std,) = series_moments([values])
+    never = np.isnan(mean)
+    mean = np.where(never, location, mean)
+    std = np.maximum(np.where(never, scale, std), SCALE_FLOOR * scale)
+    z = np.where(observed, (values - mean) / std, 0.0)
+    static = np.concatenate([np.arcsinh((mean - location) / scale), np.log(std / scale)])
+    return np.concatenate([z, np.broadcast_to(static, (len(values), static.size))], axis=1)
