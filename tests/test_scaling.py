@@ -133,12 +133,14 @@ def test_explicit_settings_are_honoured(standardize, scaling):
         np.testing.assert_array_equal(prep.feature_std, 1.0)
 
 
-def test_auto_picks_series_only_when_a_few_series_dwarf_the_rest():
+def test_auto_picks_series_only_when_most_variance_lies_between_series():
     rng = np.random.default_rng(1)
     homogeneous = [rng.normal(size=(int(rng.integers(3, 20)), 2)) for _ in range(30)]
     assert learn_preprocessing(to_panel(homogeneous), "auto").scaling == "global"
     # levels a little apart: each series still spans a good part of the pooled spread
     assert learn_preprocessing(to_panel([x + 0.1 * i for i, x in enumerate(homogeneous)]), "auto").scaling == "global"
+    # offsets between series about 2.6 times their own spread (spectra's baselines): mostly between-series variance
+    assert learn_preprocessing(to_panel([x + 0.3 * i for i, x in enumerate(homogeneous)]), "auto").scaling == "series"
     # levels far apart: the pooled spread dwarfs every series' own, which "global" would squash
     assert learn_preprocessing(to_panel([x + 10 * i for i, x in enumerate(homogeneous)]), "auto").scaling == "series"
     assert learn_preprocessing(to_panel(_heterogeneous()), "auto").scaling == "series"

@@ -199,9 +199,9 @@ class S5Regressor(RegressionTask, RegressorMixin, S5Estimator):
     `standardize`: "global" (or True: every feature by the mean and standard
     deviation of all training values), "series" (each series by its own,
     plus its level and log-scale as two more channels per feature), False
-    (as they are), or "auto" (the default: "series" when a few series'
-    scales dwarf the rest, else "global"; `preprocessing_.scaling` says
-    which was used).
+    (as they are), or "auto" (the default: "series" when most of a
+    feature's variance lies between series, in their levels or scales, else
+    "global"; `preprocessing_.scaling` says which was used).
 
     **Targets:** one per series, `y` (n,) or (n, k) → `predict` returns
     (n,) or (n, k); or one per observation (a list of (L_i,) / (L_i, k)

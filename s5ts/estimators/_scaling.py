@@ -13,12 +13,14 @@ estimators' `standardize` parameter, as pure numpy functions.
   magnitude within a few units.
 - `"none"`: the values as they are.
 - `"auto"` (resolved at fit by `choose_scaling`): `"series"` when, for some
-  feature, the typical series' spread s is under `AUTO_SERIES_RATIO` of the
-  pooled spread of all values, so that a few series of a much larger scale
-  would squash every other series to a near-constant under `"global"`
-  (PLAID's appliance currents span five orders of magnitude); `"global"`
-  otherwise. docs/estimators.md, "Scaling of the features", has the
-  benchmark behind the rule.
+  feature, the typical series' spread s is under `AUTO_SERIES_RATIO` (a
+  half) of the pooled spread of all values, that is, when most of the
+  feature's variance lies between series (their levels or scales) rather
+  than within them: `"global"` would then squash series of a small scale to
+  a near-constant (PLAID's appliance currents span five orders of
+  magnitude) or leave each series' shape small beside the offsets between
+  series (Tecator's spectra); `"global"` otherwise. docs/estimators.md,
+  "Scaling of the features", has the benchmark behind the rule.
 
 Missing values (NaN) stay out of every statistic; in the scaled inputs they
 are 0, and the caller adds the observed-channel mask.
@@ -34,7 +36,7 @@ SCALINGS = ("none", "global", "series")
 
 #: `"auto"` picks `"series"` below this ratio of the typical series' spread
 #: to the pooled spread (see the module docstring).
-AUTO_SERIES_RATIO = 0.1
+AUTO_SERIES_RATIO = 0.5
 
 #: σ̃ᵢ = max(σᵢ, SCALE_FLOOR · s) under `"series"`.
 SCALE_FLOOR = 1e-3
