@@ -135,7 +135,7 @@ class Method:
     build: Callable[[D.Dataset, dict], Any]
 
 
-def _by_task(classifier: Callable[[], Any], regressor: Callable[[], Any]):
+def _by_task(classifier: Callable[[int], Any], regressor: Callable[[int], Any]):
     """A `build` that picks the classifier or the regressor by the task."""
     return lambda data, s5_params, seed: classifier(seed) if data.task == "classification" else regressor(seed)
 
@@ -270,7 +270,9 @@ def over_seeds(runs: list[Result]) -> Result:
         return runs[0]
     failed = [r.error for r in runs if r.error]
     if failed:
-        return dataclasses.replace(runs[0], error=failed[0], score=None, mse=None, mse_over_var=None)
+        return dataclasses.replace(
+            runs[0], error=failed[0], score=None, mse=None, mse_over_var=None, fit_s=None, predict_s=None
+        )
 
     def mean(field):
         values = [getattr(r, field) for r in runs]
@@ -486,6 +488,17 @@ def report(results, datasets, methods, context: dict) -> str:
 # --- output -------------------------------------------------------------------
 
 
+def seed_list(text: str) -> list[int]:
+    """`--seeds`: one or more distinct comma-separated integers."""
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated integers, got {text!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"one or more distinct integers, got {text!r}")
+    return seeds
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--quick", action="store_true",
@@ -497,20 +510,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-series", type=int, help=f"subsample splits to this size (default {DEFAULT_MAX_SERIES})")
     p.add_argument("--out", type=Path, default=Path("results/accuracy"), help="folder of the raw CSV / JSON")
     p.add_argument("--no-docs", action="store_true", help="do not overwrite docs/accuracy.md")
-    p.add_argument("--seeds", default=str(SEED),
-                   help=f"comma-separated seeds; each method is fitted once per seed (default {SEED})")
+    p.add_argument("--seeds", type=seed_list, default=[SEED],
+                   help=f"comma-separated distinct integers; each method is fitted once per seed (default {SEED})")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
     s5_params = json.loads(args.s5_params)
-    try:
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    except ValueError:
-        raise SystemExit(f"--seeds takes comma-separated integers, got {args.seeds!r}") from None
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise SystemExit(f"--seeds takes one or more distinct integers, got {args.seeds!r}")
+    seeds = args.seeds
     if args.quick:
         s5_params = {**QUICK_S5_PARAMS, **s5_params}
     max_series = args.max_series or (QUICK_MAX_SERIES if args.quick else DEFAULT_MAX_SERIES)
