@@ -5,7 +5,7 @@
    the project's reference numbers; the official code is not run here).
 2. Training epochs of S5 against CRU on the same sequences, alternating
    (medians of `--epochs`, after one warm-up epoch that compiles).
-3. The per-frame CNN's forward+backward: patch-matrix convolution (what
+3. The per-frame CNN's forward+backward: convolutions as matrix products (what
    PendulumCNN does) against XLA's convolution on the same parameters.
 4. Derived from 1 and 3: what each step spends beyond the shared CNN, and
    the ceiling the CNN puts on the CRU/S5 step ratio (CRU step / CNN: the
@@ -102,7 +102,7 @@ def main() -> None:
 
     cnn_times = time_interleaved(
         {
-            "CNN patch matrices": (loss(lambda c, x: jax.vmap(c)(x)), (cnn, frames)),
+            "CNN matrix products": (loss(lambda c, x: jax.vmap(c)(x)), (cnn, frames)),
             "CNN XLA convolution": (loss(_xla_conv_cnn), (cnn, frames)),
         },
         repeats=args.repeats,
@@ -110,7 +110,7 @@ def main() -> None:
 
     s5_step = steps["S5 step (batch 32)"].median
     cru_step = steps["CRU step (batch 32)"].median
-    cnn_step = cnn_times["CNN patch matrices"].median  # the CNN part of either step at batch 32
+    cnn_step = cnn_times["CNN matrix products"].median  # the CNN part of either step at batch 32
     print_table(
         ["measurement", "median", "ratio"],
         [
@@ -118,9 +118,9 @@ def main() -> None:
             ["CRU training step, batch 32", seconds(cru_step), f"{cru_step / s5_step:.1f}× S5's step"],
             [f"S5 epoch ({n} seqs)", seconds(epoch_seconds["S5"]), ""],
             [f"CRU epoch ({n} seqs)", seconds(epoch_seconds["CRU"]), f"{epoch_seconds['CRU'] / epoch_seconds['S5']:.1f}× S5's epoch"],
-            ["CNN fwd+bwd, 1600 frames: patch matrices", seconds(cnn_step), ""],
+            ["CNN fwd+bwd, 1600 frames: matrix products", seconds(cnn_step), ""],
             ["CNN fwd+bwd, 1600 frames: XLA conv", seconds(cnn_times["CNN XLA convolution"].median),
-             f"{cnn_times['CNN XLA convolution'].median / cnn_step:.2f}× patch matrices"],
+             f"{cnn_times['CNN XLA convolution'].median / cnn_step:.2f}× matrix products"],
             ["S5 step beyond the CNN, batch 32", seconds(s5_step - cnn_step), ""],
             ["CRU step beyond the CNN, batch 32", seconds(cru_step - cnn_step), f"{(cru_step - cnn_step) / (s5_step - cnn_step):.1f}× S5's"],
             ["ceiling on the step ratio: CRU step / CNN", "", f"{cru_step / cnn_step:.1f}× (S5 layers free)"],

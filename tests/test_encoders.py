@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from s5ts.nn._encoders import IdentityEncoder, PendulumCNN, make_encoder
+from s5ts.nn._encoders import IdentityEncoder, PendulumCNN, _conv_rows, make_encoder
 
 
 def _conv_reference(x, weight, bias, stride, padding):
@@ -46,6 +46,42 @@ def test_pendulum_cnn_matches_naive_reference():
     assert out.shape == (3, 30)
     for frame, got in zip(frames, np.asarray(out)):
         np.testing.assert_allclose(got, _cnn_reference(cnn, frame), rtol=1e-4, atol=1e-5)
+
+
+def _cnn_with_xla_convolutions(cnn, frame):
+    """The same CNN through Equinox's own layers (XLA's convolution, NCHW)."""
+    h = frame.reshape(1, 24, 24)
+    pool = eqx.nn.MaxPool2d(2, stride=2)
+    h = pool(jax.nn.relu(cnn.conv1(h)))
+    h = pool(jax.nn.relu(cnn.conv2(h)))
+    return jax.nn.relu(cnn.linear(h.reshape(-1)))
+
+
+def test_pendulum_cnn_gradients_match_xla_convolution(x64):
+    """Forward and gradients of the matrix-product convolutions equal those
+    of XLA's convolution, in float64, on the batched call the network makes."""
+    cnn = PendulumCNN(key=jax.random.key(2), dtype=jnp.float64)
+    frames = jnp.asarray(np.random.default_rng(1).uniform(size=(5, 576)))
+
+    def loss(model, encode):
+        return jnp.sum(jnp.sin(jax.vmap(lambda f: encode(model, f))(frames)))
+
+    fast = eqx.filter_value_and_grad(loss)(cnn, lambda m, f: m(f))
+    slow = eqx.filter_value_and_grad(loss)(cnn, _cnn_with_xla_convolutions)
+    np.testing.assert_allclose(fast[0], slow[0], rtol=1e-12)
+    for got, want in zip(jax.tree.leaves(fast[1]), jax.tree.leaves(slow[1])):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("in_channels, size, padding, shape", [(1, 5, 2, (24, 24)), (3, 3, 1, (7, 9)), (2, 3, 0, (6, 5))])
+def test_conv_rows_matches_naive_reference(in_channels, size, padding, shape):
+    """The banded-matrix convolution on several channels, kernels and paddings."""
+    conv = eqx.nn.Conv2d(in_channels, 4, kernel_size=size, padding=padding, key=jax.random.key(3))
+    h = np.random.default_rng(2).normal(size=(*shape, in_channels)).astype(np.float32)
+    got = _conv_rows(conv, jnp.asarray(h))
+    want = _conv_reference(h.transpose(2, 0, 1).astype(np.float64), np.asarray(conv.weight, np.float64),
+                           np.asarray(conv.bias, np.float64).reshape(-1), 1, padding)
+    np.testing.assert_allclose(np.asarray(got), want.transpose(1, 2, 0), rtol=1e-4, atol=1e-5)
 
 
 def test_pendulum_cnn_structure():
