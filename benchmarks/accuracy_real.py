@@ -27,6 +27,9 @@ once per seed of `--seeds`):
   first, last, slope; number of observations, time span, mean gap): what a
   user computes without any time-series library.
 - `dummy`: the prior class / the training mean, for reference.
+- `s5_vote3` (only when named in `--methods`): scikit-learn's
+  `VotingClassifier(voting="soft")` / `VotingRegressor` over three `s5_gaps`
+  estimators with other seeds; three times the S5 fitting time.
 
 A method that fails on a data set is reported as failed; the run goes on.
 
@@ -148,6 +151,24 @@ def _s5(time_handling: str):
     return build
 
 
+VOTE_MEMBERS = 3
+
+
+def _s5_vote(data: D.Dataset, s5_params: dict, seed: int):
+    """scikit-learn's soft vote over `VOTE_MEMBERS` default S5 estimators that
+    differ only in `random_state` (seed·3, seed·3 + 1, ...): the mean of
+    their probabilities, or of their predictions."""
+    from sklearn.ensemble import VotingClassifier, VotingRegressor
+
+    members = [
+        (f"seed{k}", _s5("gaps")(data, s5_params, k))
+        for k in range(VOTE_MEMBERS * seed, VOTE_MEMBERS * (seed + 1))
+    ]
+    if data.task == "classification":
+        return VotingClassifier(members, voting="soft")
+    return VotingRegressor(members)
+
+
 def _tsf(data: D.Dataset, s5_params: dict, seed: int):
     from sktime.classification.interval_based import TimeSeriesForestClassifier
     from sktime.regression.interval_based import TimeSeriesForestRegressor
@@ -182,6 +203,7 @@ METHODS = {
     for m in [
         Method("s5_gaps", "S5 defaults, time_handling='gaps' (irregular series)", as_frames, _s5("gaps")),
         Method("s5_drop", "S5 defaults, time_handling='drop' (order only)", as_frames, _s5("drop")),
+        Method("s5_vote3", f"soft vote of {VOTE_MEMBERS} S5 defaults with other seeds (opt-in)", as_frames, _s5_vote),
         Method("tsf", "sktime TimeSeriesForest (interpolated grid)", as_grid, _tsf),
         Method("minirocket", "sktime MiniRocket + ridge CV (interpolated grid)", as_grid, _minirocket),
         Method("summary", "sktime summary statistics + random forest (interpolated grid)", as_grid, _summary),
@@ -202,6 +224,11 @@ METHODS = {
         ),
     ]
 }
+
+
+#: What a run without `--methods` fits: every method but the opt-in vote,
+#: which costs three S5 fits.
+DEFAULT_METHODS = [name for name in METHODS if name != "s5_vote3"]
 
 
 # --- running ------------------------------------------------------------------
@@ -523,7 +550,7 @@ def main(argv=None) -> None:
         s5_params = {**QUICK_S5_PARAMS, **s5_params}
     max_series = args.max_series or (QUICK_MAX_SERIES if args.quick else DEFAULT_MAX_SERIES)
     dataset_names = choose(args.datasets, D.ALL, QUICK_DATASETS if args.quick else D.ALL, "data sets")
-    methods = [METHODS[n] for n in choose(args.methods, list(METHODS), list(METHODS), "methods")]
+    methods = [METHODS[n] for n in choose(args.methods, list(METHODS), DEFAULT_METHODS, "methods")]
 
     start = time.perf_counter()
     datasets = [D.load(name, max_series, SEED) for name in dataset_names]

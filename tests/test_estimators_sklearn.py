@@ -199,3 +199,28 @@ def test_tags():
         assert tags.requires_fit and tags.target_tags.required
     assert regressor.estimator_type == "regressor" and regressor.target_tags.multi_output
     assert classifier.estimator_type == "classifier" and classifier.classifier_tags.multi_class
+
+
+def test_voting_ensembles_over_seeds(data):
+    """scikit-learn's voting ensembles take the ragged list as it is: the soft
+    vote is the mean of the members' probabilities, the regressor's the mean
+    of their predictions (the recipe of docs/estimators.md, "Several seeds")."""
+    from sklearn.ensemble import VotingClassifier, VotingRegressor
+
+    X, y, labels = data
+    settings = {**FAST, "max_epochs": 2}
+    seeds = (0, 1)
+
+    def members(cls):
+        return [(f"seed{k}", cls(**{**settings, "random_state": k})) for k in seeds]
+
+    vote = VotingClassifier(members(S5Classifier), voting="soft").fit(X, labels)
+    alone = [S5Classifier(**{**settings, "random_state": k}).fit(X, labels).predict_proba(X) for k in seeds]
+    assert not np.allclose(alone[0], alone[1])  # the seeds make different members
+    np.testing.assert_allclose(vote.predict_proba(X), np.mean(alone, axis=0), rtol=1e-6)
+    assert list(vote.classes_) == ["down", "up"]
+    assert set(vote.predict(X)) <= {"down", "up"}
+
+    vote = VotingRegressor(members(S5Regressor)).fit(X, y)
+    alone = [S5Regressor(**{**settings, "random_state": k}).fit(X, y).predict(X) for k in seeds]
+    np.testing.assert_allclose(vote.predict(X), np.mean(alone, axis=0), rtol=1e-6)
