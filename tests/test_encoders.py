@@ -84,6 +84,13 @@ def test_conv_rows_matches_naive_reference(in_channels, size, padding, shape):
     np.testing.assert_allclose(np.asarray(got), want.transpose(1, 2, 0), rtol=1e-4, atol=1e-5)
 
 
+def test_conv_rows_refuses_what_it_does_not_compute():
+    for conv in (eqx.nn.Conv2d(1, 2, 3, stride=2, key=jax.random.key(0)),
+                 eqx.nn.Conv2d(1, 2, 3, dilation=2, key=jax.random.key(0))):
+        with pytest.raises(ValueError, match="stride 1"):
+            _conv_rows(conv, jnp.zeros((6, 6, 1)))
+
+
 def test_pendulum_cnn_structure():
     cnn = PendulumCNN(key=jax.random.key(1))
     assert (cnn.in_features, cnn.out_features, cnn.image_shape) == (576, 30, (24, 24))

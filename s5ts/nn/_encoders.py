@@ -133,6 +133,8 @@ def _conv_rows(conv: eqx.nn.Conv2d, h: Float[Array, "H W C"]) -> Float[Array, "H
     (Ho, 5·28) by (5·28, 24·12) product against `_conv`'s (Ho·Wo, 25) by
     (25, 12), with a quarter of its patch matrix. Forward+backward on 1,600
     frames took half of `_conv`'s time on one CPU core."""
+    if tuple(conv.stride) != (1, 1) or tuple(conv.dilation) != (1, 1) or conv.groups != 1:
+        raise ValueError(f"_conv_rows needs stride 1, no dilation and one group; got {conv}")
     out_channels, in_channels, size, _ = conv.weight.shape
     pad = conv.padding[0][0]
     rows, cols, _ = h.shape
