@@ -130,12 +130,14 @@ def as_features(frames, data: D.Dataset):
 class Method:
     """`prepare` turns a list of frames into the estimator's X; `build`
     makes the unfitted estimator for a data set, the S5 overrides and a
-    seed (its `random_state`)."""
+    seed (its `random_state`). An `opt_in` method runs only when
+    `--methods` names it."""
 
     name: str
     description: str
     prepare: Callable[[list, D.Dataset], Any]
     build: Callable[[D.Dataset, dict], Any]
+    opt_in: bool = False
 
 
 def _by_task(classifier: Callable[[int], Any], regressor: Callable[[int], Any]):
@@ -203,7 +205,8 @@ METHODS = {
     for m in [
         Method("s5_gaps", "S5 defaults, time_handling='gaps' (irregular series)", as_frames, _s5("gaps")),
         Method("s5_drop", "S5 defaults, time_handling='drop' (order only)", as_frames, _s5("drop")),
-        Method("s5_vote3", f"soft vote of {VOTE_MEMBERS} S5 defaults with other seeds (opt-in)", as_frames, _s5_vote),
+        Method("s5_vote3", f"soft vote of {VOTE_MEMBERS} S5 defaults with other seeds (opt-in)", as_frames, _s5_vote,
+               opt_in=True),
         Method("tsf", "sktime TimeSeriesForest (interpolated grid)", as_grid, _tsf),
         Method("minirocket", "sktime MiniRocket + ridge CV (interpolated grid)", as_grid, _minirocket),
         Method("summary", "sktime summary statistics + random forest (interpolated grid)", as_grid, _summary),
@@ -226,9 +229,8 @@ METHODS = {
 }
 
 
-#: What a run without `--methods` fits: every method but the opt-in vote,
-#: which costs three S5 fits.
-DEFAULT_METHODS = [name for name in METHODS if name != "s5_vote3"]
+#: What a run without `--methods` fits: every method but the opt-in ones.
+DEFAULT_METHODS = [name for name, method in METHODS.items() if not method.opt_in]
 
 
 # --- running ------------------------------------------------------------------
