@@ -288,7 +288,7 @@ def main() -> None:
     frames = inputs.reshape(-1, 576)
     our_cnn = (network.encoder, network.projection)
     our_cnn_grad = eqx.filter_jit(
-        eqx.filter_grad(lambda m, x: jnp.sum(jax.vmap(lambda f: m[1](m[0](f)))(x) ** 2))
+        eqx.filter_grad(lambda m, x: jnp.sum(jax.vmap(m[1])(m[0].batch(x)) ** 2))
     )
     official_cnn_grad = _sum_squares_grad(lambda p, x: official_cnn.apply({"params": p}, x))
     official_cnn_params = state.params["encoder"]["encoder"]

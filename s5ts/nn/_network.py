@@ -138,12 +138,17 @@ class SequenceNetwork(eqx.Module):
         u = jnp.where(mask[..., None], u, 0.0)
         if extra is not None:
             extra = jnp.where(mask[..., None], extra, 0.0)
-        # One vmap over every step: the encoder sees rank-2 inputs (steps, D)
-        # whatever the leading shape, a third faster for the pendulum CNN
-        # than under two nested vmaps (`batch`).
+        # The encoder sees every step at once, rank-2 inputs (steps, D)
+        # whatever the leading shape: a third faster for the pendulum CNN
+        # than under two nested vmaps (`batch`), and an encoder with a
+        # `batch` method (`PendulumCNN`) computes them as it sees fit.
         lead = u.shape[:-1]
-        flat_extra = None if extra is None else extra.reshape(-1, extra.shape[-1])
-        h = jax.vmap(self._embed)(u.reshape(-1, u.shape[-1]), flat_extra)
+        flat_u = u.reshape(-1, u.shape[-1])
+        encode = getattr(self.encoder, "batch", None) or jax.vmap(self.encoder)
+        features = encode(flat_u)
+        if self.n_extra:
+            features = jnp.concatenate([features, extra.reshape(-1, extra.shape[-1])], axis=-1)
+        h = jax.vmap(self.projection)(features)
         return h.reshape(*lead, -1), mask
 
     def _blocks(self, h, gaps, mask, state, key, inference, every_step=False):
