@@ -16,6 +16,7 @@ from s5ts.nn import (
     S5Block,
     SequenceNetwork,
     masked_last,
+    masked_max,
     masked_mean,
     make_activation,
 )
@@ -59,7 +60,7 @@ def test_chunked_run_equals_whole(x64, getkey):
         np.testing.assert_allclose(s, w, rtol=1e-9, atol=1e-10)
 
 
-@pytest.mark.parametrize("pooling", ["none", "mean", "last"])
+@pytest.mark.parametrize("pooling", ["none", "mean", "max", "last"])
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_padding_invariance_and_nan_padding(getkey, pooling, bidirectional):
     net = make_network(getkey, pooling=pooling, bidirectional=bidirectional, n_extra=1)
@@ -88,7 +89,7 @@ def test_padding_invariance_and_nan_padding(getkey, pooling, bidirectional):
         np.testing.assert_allclose(out, outputs[0], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("pooling", ["none", "mean"])
+@pytest.mark.parametrize("pooling", ["none", "mean", "max"])
 def test_batch_equals_vmap_of_the_call(getkey, pooling):
     # `batch` runs the encoder on all B·L steps in one vmap (the pendulum
     # CNN: rank-4 image batches for XLA); the outputs, dropout draws and
@@ -130,6 +131,12 @@ def test_masked_pooling():
     mask = jnp.array([True, True, False, False])
     np.testing.assert_allclose(masked_mean(h, mask), h[:2].mean(0))
     np.testing.assert_allclose(masked_last(h, mask), h[1])
+    # max: padding never wins, even when it is larger; no step observed: 0.
+    h = jnp.asarray([[-5.0, 1.0, -1.0], [-3.0, 0.5, -2.0], [9.0, 9.0, 9.0]])
+    np.testing.assert_allclose(masked_max(h, jnp.array([True, True, False])), [-3.0, 1.0, -1.0])
+    np.testing.assert_allclose(masked_max(h, jnp.zeros(3, bool)), [0.0, 0.0, 0.0])
+    grad = jax.grad(lambda h: jnp.sum(masked_max(h, jnp.array([True, True, False]))))(h)
+    np.testing.assert_allclose(grad, [[0.0, 1.0, 1.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
 
 
 def test_dropout_needs_key_only_in_training(getkey):
@@ -143,7 +150,7 @@ def test_dropout_needs_key_only_in_training(getkey):
 
 def test_errors(getkey):
     with pytest.raises(ValueError, match="pooling"):
-        make_network(getkey, pooling="max")
+        make_network(getkey, pooling="median")
     net = make_network(getkey, pooling="mean")
     with pytest.raises(ValueError, match="step mode"):
         net.step(net.init_state(), jnp.ones(3), jnp.asarray(1.0))

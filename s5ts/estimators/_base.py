@@ -725,7 +725,7 @@ class S5Estimator(SequenceEstimator):
         dt_max=1.0,
         dropout=0.0,
         encoder="identity",
-        pooling="mean",
+        pooling="max",
         time_handling="gaps",
         first_gap=1.0,
         standardize="auto",

@@ -1,7 +1,7 @@
 """A sequence network: per-step encoder → projection → S5 blocks → head.
 
 The head reads every step (sequence-to-sequence) or a masked pooling of the
-steps (sequence-level: "mean" or "last").
+steps (sequence-level: "mean", "max" or "last").
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from jaxtyping import Array, Bool, Complex, Float, Key, PRNGKeyArray
 
 from ._block import S5Block
 
-POOLINGS = ("none", "mean", "last")
+POOLINGS = ("none", "mean", "max", "last")
 
 
 def elup1(x: Array) -> Array:
@@ -59,6 +59,15 @@ def masked_mean(h: Float[Array, "L H"], mask: Bool[Array, " L"]) -> Float[Array,
     return weights @ h / jnp.maximum(weights.sum(), 1.0)
 
 
+def masked_max(h: Float[Array, "L H"], mask: Bool[Array, " L"]) -> Float[Array, " H"]:
+    """The largest value of each feature over the observed steps (0 when no
+    step is observed: a padding row of a batch). Padding, whatever it holds,
+    never wins, and its gradient is 0."""
+    lowest = jnp.finfo(h.dtype).min
+    top = jnp.max(jnp.where(mask[:, None], h, lowest), axis=0)
+    return jnp.where(jnp.any(mask), top, 0.0)
+
+
 def masked_last(h: Float[Array, "L H"], mask: Bool[Array, " L"]) -> Float[Array, " H"]:
     index = jnp.max(jnp.where(mask, jnp.arange(mask.shape[0]), 0))
     return h[index]
@@ -75,8 +84,9 @@ class SequenceNetwork(eqx.Module):
       `eqx.nn.Linear`, `MLPHead`, `GaussianHead`, …).
     - `n_extra`: features appended after the encoder (e.g. the gap, for the
       paper's S5-append ablation).
-    - `pooling`: `"none"` (an output per step), `"mean"` or `"last"` (one
-      output per sequence, padding excluded).
+    - `pooling`: `"none"` (an output per step), `"mean"`, `"max"` (each
+      feature's largest value over the steps) or `"last"` (one output per
+      sequence, padding excluded).
     - `blocks`: a sequence of `S5Block`s (all with the same `d_model`).
     - `dtype`: of the input projection (None: JAX's default float); build
       the encoder, blocks and head with the same one.
@@ -165,6 +175,8 @@ class SequenceNetwork(eqx.Module):
     def _output(self, h, mask):
         if self.pooling == "mean":
             return self.head(masked_mean(h, mask))
+        if self.pooling == "max":
+            return self.head(masked_max(h, mask))
         if self.pooling == "last":
             return self.head(masked_last(h, mask))
         return jax.vmap(self.head)(h)
