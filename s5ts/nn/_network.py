@@ -129,11 +129,11 @@ class SequenceNetwork(eqx.Module):
         self.n_extra = n_extra
         self.pooling = pooling
 
-    def _embed(self, u_k: Float[Array, " D"], extra_k: Float[Array, " E"] | None) -> Float[Array, " H"]:
-        features = self.encoder(u_k)
+    def _project(self, features_k: Float[Array, " F"], extra_k: Float[Array, " E"] | None) -> Float[Array, " H"]:
+        """One step's encoder features, with its extra features appended, to H."""
         if self.n_extra:
-            features = jnp.concatenate([features, extra_k])
-        return self.projection(features)
+            features_k = jnp.concatenate([features_k, extra_k])
+        return self.projection(features_k)
 
     def _embedded(self, u, mask, extra):
         """The steps' embeddings (..., H) for inputs (..., D) of any leading
@@ -155,10 +155,8 @@ class SequenceNetwork(eqx.Module):
         lead = u.shape[:-1]
         flat_u = u.reshape(-1, u.shape[-1])
         encode = getattr(self.encoder, "batch", None) or jax.vmap(self.encoder)
-        features = encode(flat_u)
-        if self.n_extra:
-            features = jnp.concatenate([features, extra.reshape(-1, extra.shape[-1])], axis=-1)
-        h = jax.vmap(self.projection)(features)
+        flat_extra = None if extra is None else extra.reshape(-1, extra.shape[-1])
+        h = jax.vmap(self._project)(encode(flat_u), flat_extra)
         return h.reshape(*lead, -1), mask
 
     def _blocks(self, h, gaps, mask, state, key, inference, every_step=False):
@@ -256,7 +254,7 @@ class SequenceNetwork(eqx.Module):
         """Online mode for causal per-step networks: `(state, u_k, gap_k) ->
         (new_state, output_k)`, equal to the sequence mode's output at step k."""
         self._require_per_step("step mode")
-        h = self._embed(u_k, extra_k)
+        h = self._project(self.encoder(u_k), extra_k)
         new_state = []
         for block, block_state in zip(self.blocks, state):
             block_state, h = block.step(block_state, h, gap_k)
