@@ -30,6 +30,10 @@ once per seed of `--seeds`):
 - `s5_vote3` (only when named in `--methods`): scikit-learn's
   `VotingClassifier(voting="soft")` / `VotingRegressor` over three `s5_gaps`
   estimators with other seeds; three times the S5 fitting time.
+- `s5_grid` (only when named in `--methods`): `s5_gaps` on the interpolated
+  grid that `tsf`, `minirocket` and `summary` see, regular steps: beside
+  `s5_gaps` it says what irregular sampling costs S5, beside MiniRocket what
+  the model does with the same inputs.
 
 A method that fails on a data set is reported as failed; the run goes on.
 
@@ -153,6 +157,14 @@ def _s5(time_handling: str):
     return build
 
 
+def _s5_grid(data: D.Dataset, s5_params: dict, seed: int):
+    """S5 defaults on the interpolated grid the grid methods see, as an
+    (n, channels, grid) array (`layout="ndl"`, steps 0, 1, ...): set beside
+    `s5_gaps`, what the irregular sampling costs S5, and beside MiniRocket,
+    what the model does on the same inputs."""
+    return _s5("gaps")(data, {"layout": "ndl", **s5_params}, seed)
+
+
 VOTE_MEMBERS = 3
 
 
@@ -207,6 +219,7 @@ METHODS = {
         Method("s5_drop", "S5 defaults, time_handling='drop' (order only)", as_frames, _s5("drop")),
         Method("s5_vote3", f"soft vote of {VOTE_MEMBERS} S5 defaults with other seeds (opt-in)", as_frames, _s5_vote,
                opt_in=True),
+        Method("s5_grid", "S5 defaults on the interpolated grid (opt-in)", as_grid, _s5_grid, opt_in=True),
         Method("tsf", "sktime TimeSeriesForest (interpolated grid)", as_grid, _tsf),
         Method("minirocket", "sktime MiniRocket + ridge CV (interpolated grid)", as_grid, _minirocket),
         Method("summary", "sktime summary statistics + random forest (interpolated grid)", as_grid, _summary),
