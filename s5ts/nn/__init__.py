@@ -14,7 +14,7 @@ from ._discretisation import (
 )
 from ._encoders import ENCODERS, IdentityEncoder, PendulumCNN, make_encoder
 from ._init import block_diagonal_hippo, diagonalised_hippo_n, hippo_n
-from ._network import POOLINGS, GaussianHead, MLPHead, SequenceNetwork, elup1, masked_last, masked_max, masked_mean
+from ._network import POOLINGS, POOLS, GaussianHead, MLPHead, SequenceNetwork, elup1, masked_last, masked_max, masked_mean
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
 from ._ssm import S5SSM, backward_gaps
 
@@ -44,6 +44,7 @@ __all__ = [
     "POOLINGS",
     "GaussianHead",
     "MLPHead",
+    "POOLS",
     "SequenceNetwork",
     "elup1",
     "masked_last",

@@ -15,7 +15,6 @@ from jaxtyping import Array, Bool, Complex, Float, Key, PRNGKeyArray
 
 from ._block import S5Block
 
-POOLINGS = ("none", "mean", "max", "last")
 
 
 def elup1(x: Array) -> Array:
@@ -71,6 +70,13 @@ def masked_max(h: Float[Array, "L H"], mask: Bool[Array, " L"]) -> Float[Array, 
 def masked_last(h: Float[Array, "L H"], mask: Bool[Array, " L"]) -> Float[Array, " H"]:
     index = jnp.max(jnp.where(mask, jnp.arange(mask.shape[0]), 0))
     return h[index]
+
+
+#: The sequence-level poolings, each (L, H) features and (L,) mask → (H,).
+POOLS = {"mean": masked_mean, "max": masked_max, "last": masked_last}
+
+#: `SequenceNetwork`'s `pooling` values: "none" (an output per step) or a pooling.
+POOLINGS = ("none", *POOLS)
 
 
 class SequenceNetwork(eqx.Module):
@@ -171,13 +177,9 @@ class SequenceNetwork(eqx.Module):
         return h, tuple(last_states)
 
     def _output(self, h, mask):
-        if self.pooling == "mean":
-            return self.head(masked_mean(h, mask))
-        if self.pooling == "max":
-            return self.head(masked_max(h, mask))
-        if self.pooling == "last":
-            return self.head(masked_last(h, mask))
-        return jax.vmap(self.head)(h)
+        if self.pooling == "none":
+            return jax.vmap(self.head)(h)
+        return self.head(POOLS[self.pooling](h, mask))
 
     def __call__(
         self,
