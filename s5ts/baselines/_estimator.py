@@ -55,6 +55,8 @@ _TRAINING_PARAMETERS = SharedParameters(
         "random_state",
         "verbose",
         "warm_start",
+        "checkpoint_dir",
+        "checkpoint_every",
         "id_col",
         "time_col",
         "layout",
@@ -82,7 +84,8 @@ class CRURegressor(RegressionTask, RegressorMixin, SequenceEstimator):
     `bandwidth`, `hidden_size`; training: `max_epochs`, `batch_size`,
     `learning_rate`, `weight_decay`, `warmup_epochs`, `grad_clip`,
     `validation_fraction`, `n_iter_no_change`, `tol`, `standardize`,
-    `first_gap`, `random_state`, `verbose`, `warm_start`; how X is read:
+    `first_gap`, `random_state`, `verbose`, `warm_start`, `checkpoint_dir`,
+    `checkpoint_every` (resumable fits); how X is read:
     `id_col`, `time_col`, `layout` (see `S5Regressor`); each checked in
     `fit` against `_parameter_constraints`.
 

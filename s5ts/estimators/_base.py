@@ -8,6 +8,7 @@ import dataclasses
 import inspect
 import io
 import json
+import os
 from collections.abc import Hashable
 from numbers import Integral, Real
 
@@ -40,8 +41,11 @@ from ..training import (
     TrainingConfig,
     TrainingResult,
     TrainingState,
+    check_fingerprint,
+    data_digest,
     enable_compilation_cache,
     predict_outputs,
+    saved_fingerprint,
     split_validation,
     train,
 )
@@ -176,7 +180,13 @@ TRAINING_CONSTRAINTS = {
     "random_state": ["random_state"],
     "verbose": ["verbose"],
     "warm_start": ["boolean"],
+    "checkpoint_dir": [str, os.PathLike, None],
+    "checkpoint_every": [Interval(Integral, 1, None, closed="left")],
 }
+
+#: Parameters that do not change what a fit computes: a checkpoint written
+#: with other values of them continues (`random_state` enters as the seed).
+_NOT_FINGERPRINTED = ("checkpoint_dir", "checkpoint_every", "verbose", "warm_start", "random_state")
 
 #: Constraints of the S5 network's parameters.
 S5_CONSTRAINTS = {
@@ -451,12 +461,22 @@ class SequenceEstimator(BaseEstimator):
         given_valid = self._validation_sequences(validation_data, prep, target_state, per_step, fitted)
         n_inputs = data.inputs[0].shape[1]
         config = self._config()
+        fingerprint = None
+        if config.checkpoint_dir is not None:
+            if partial or fitted:
+                raise ValueError(
+                    f"checkpoint_dir resumes an interrupted fit from its start; it cannot continue "
+                    f"{'partial_fit' if partial else 'a warm start of a fitted estimator'}: set "
+                    "checkpoint_dir=None (or warm_start=False for a new fit that checkpoints)"
+                )
+            seed, fingerprint = self._fingerprint(data, given_valid)
         if fitted:
             # A copy: a failed call must not advance the fitted estimator's generator.
             rng = copy.deepcopy(self._rng_)
             training_state = self._training_state_
         else:
-            seed = check_random_state(self.random_state).randint(2**31 - 1)
+            if fingerprint is None:
+                seed = check_random_state(self.random_state).randint(2**31 - 1)
             rng = np.random.default_rng(seed)
             spec = self._network_spec(n_inputs, per_step, target_state)
             training_state = config.initial_state(spec, jax.random.key(seed))
@@ -478,6 +498,7 @@ class SequenceEstimator(BaseEstimator):
                 epochs=1 if partial else config.max_epochs,
                 schedule="constant" if partial else "cosine",
                 metric_name=self._metric_name,
+                fingerprint=fingerprint,
             )
         except NonFiniteLossError as error:
             if error.result is None:
@@ -489,6 +510,30 @@ class SequenceEstimator(BaseEstimator):
             ) from error
         self._commit(prep, per_step, target_state, result, rng, n_inputs)
         return self
+
+    def _fingerprint(self, data: Sequences, given_valid: Sequences | None) -> tuple[int, dict]:
+        """(seed, fingerprint) of a fit with `checkpoint_dir`: the class, the
+        parameters that change what a fit computes, the number of series, a
+        digest of the model-ready training and validation data, and the seed.
+        When the directory holds a checkpoint and `random_state` is not an
+        int, the seed is the checkpoint's (a restarted fit must split and
+        draw as the first did); a checkpoint of another training raises."""
+        saved = saved_fingerprint(self.checkpoint_dir)
+        if saved is not None and not isinstance(self.random_state, Integral):
+            seed = int(saved["seed"])
+        else:
+            seed = int(check_random_state(self.random_state).randint(2**31 - 1))
+        params = self.get_params(deep=False)
+        fingerprint = {
+            "class": type(self).__name__,
+            "params": {k: repr(v) for k, v in params.items() if k not in _NOT_FINGERPRINTED},
+            "n_series": len(data),
+            "data": data_digest(data, given_valid),
+            "seed": seed,
+        }
+        if saved is not None:
+            check_fingerprint(saved, fingerprint, self.checkpoint_dir)
+        return seed, fingerprint
 
     def _weights(self, sample_weight, panel, targets, target_state):
         """Each series' weight in the loss: `sample_weight` (checked) times
@@ -574,6 +619,17 @@ class SequenceEstimator(BaseEstimator):
 
         With `warm_start=True` a fitted estimator continues training (a new
         warm-up and cosine schedule over `max_epochs`; `history_` grows).
+
+        With `checkpoint_dir`, the fit saves a checkpoint there (Orbax,
+        atomically) every `checkpoint_every` epochs and at the end; a fit
+        started again with the same directory, estimator parameters and
+        data continues from the latest one and ends with the model of an
+        uninterrupted fit (with `random_state=None` it reuses the saved
+        seed). A checkpoint of a finished fit is restored without training.
+        A checkpoint of another fit (other data or parameters) raises a
+        ValueError saying what differs; so does combining it with a warm
+        start of a fitted estimator or `partial_fit`. Needs
+        orbax-checkpoint (`pip install "s5ts[scale]"`).
         """
         return self._fit(X, y, times, sample_weight=sample_weight, validation_data=validation_data)
 
@@ -745,6 +801,8 @@ class S5Estimator(SequenceEstimator):
         random_state=None,
         verbose=False,
         warm_start=False,
+        checkpoint_dir=None,
+        checkpoint_every=1,
         id_col=None,
         time_col=None,
         layout="nld",
@@ -782,6 +840,8 @@ class S5Estimator(SequenceEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_every = checkpoint_every
         self.id_col = id_col
         self.time_col = time_col
         self.layout = layout

@@ -234,6 +234,13 @@ class S5Regressor(RegressionTask, RegressorMixin, S5Estimator):
       one's: augmentation for irregular series; "auto": 0.3, or 0 under
       `time_handling="drop"`), `random_state`, `verbose`
       (progress bar), `warm_start`, `scan`.
+    - Resumable fits: `checkpoint_dir` (None: no checkpoints; a directory:
+      the fit saves its state there with Orbax, atomically, every
+      `checkpoint_every` epochs and at the end, and a fit started again
+      with the same directory, parameters and data continues from the
+      latest checkpoint to the model of an uninterrupted fit; a
+      checkpoint of another fit raises a ValueError; see `fit`). Needs
+      orbax-checkpoint: `pip install "s5ts[scale]"`.
 
     **Fitted attributes:** `model_` (the Equinox network, best epoch),
     `history_` (per-epoch losses and validation scores), `best_epoch_`,

@@ -44,7 +44,7 @@ from ._steps import SeriesScale, StepLayout, draw_queries, last_values, observat
 PARAMETERS = SharedParameters(
     exclude=(
         "bidirectional", "encoder", "pooling", "time_handling", "standardize", "scan", "warm_start",
-        "observation_dropout",
+        "observation_dropout", "checkpoint_dir", "checkpoint_every",
     ),
     max_epochs=200,
     batch_size=8,

@@ -1,6 +1,7 @@
 """Training: batching of `Sequences` and thinning them (observation
 dropout), the optimiser and its schedule, the loop, early stopping,
-device placement, losses and the compilation cache.
+device placement, losses, the compilation cache and checkpoints of the
+loop (Orbax, for resumable fits).
 
 Used by the estimators, the sktime forecaster and the CRU baseline through
 these names; nothing here imports scikit-learn or sktime.
@@ -12,6 +13,7 @@ from ._cache import (
     release_compiled_programs,
     set_compilation_cache,
 )
+from ._checkpoint import Checkpoints, LoopState, check_fingerprint, data_digest, saved_fingerprint
 from ._devices import Placement, placement_for, to_default_device
 from ._early_stopping import EarlyStopping
 from ._initial import NetworkSpec
@@ -46,6 +48,8 @@ from ._sequences import Sequences, batch_rows, iterate_batches, padded_batch, sp
 from ._thinning import keep_observations, thin_observations
 
 __all__ = [
+    "Checkpoints",
+    "LoopState",
     "EarlyStopping",
     "LOSSES",
     "NetworkSpec",
@@ -58,9 +62,11 @@ __all__ = [
     "TrainingState",
     "VARIANCE_FLOOR",
     "batch_rows",
+    "check_fingerprint",
     "compilation_cache_dir",
     "compile_seconds_so_far",
     "cross_entropy_loss",
+    "data_digest",
     "enable_compilation_cache",
     "evaluate",
     "gaussian_nll_loss",
@@ -75,6 +81,7 @@ __all__ = [
     "predict_outputs",
     "schedule_scales",
     "release_compiled_programs",
+    "saved_fingerprint",
     "set_compilation_cache",
     "split_validation",
     "squared_error",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import os
 import threading
 import time
 import warnings
@@ -28,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._cache import release_compiled_programs
+from ._checkpoint import Checkpoints, LoopState
 from ._devices import placement_for, to_default_device
 from ._early_stopping import EarlyStopping
 from ._initial import initial_model_and_state
@@ -199,6 +201,8 @@ class TrainingConfig:
     verbose: bool = False
     min_epoch_steps: int | None = None
     observation_dropout: float = 0.0
+    checkpoint_dir: str | os.PathLike | None = None
+    checkpoint_every: int = 1
 
     def passes_per_epoch(self, n_batches: int) -> int:
         """Passes over the training data in one epoch: enough for
@@ -302,6 +306,7 @@ def train(
     epochs: int | None = None,
     schedule: str = "cosine",
     metric_name: str = "loss",
+    fingerprint: dict | None = None,
 ) -> TrainingResult:
     """Train for `epochs` (default `config.max_epochs`) with early stopping on
     `metric_fn` over `valid_data` (or the training loss when there is none).
@@ -316,6 +321,14 @@ def train(
       calls have no known end).
     - `metric_name`: the history's key for the validation figure is
       `"valid_" + metric_name` (lower is better).
+    - `fingerprint`: with `config.checkpoint_dir`, a JSON-able dict that
+      identifies this training (`s5ts.training._checkpoint`): the loop
+      continues from the directory's latest checkpoint when it holds one
+      of the same fingerprint (a ValueError when another), and saves one
+      after every `config.checkpoint_every` finished epochs and at the end.
+      A checkpoint of a finished training is returned without training.
+      `rng` is then set to the saved generator state. Not with
+      `schedule="constant"` (`partial_fit`).
 
     **Returns:** a `TrainingResult` with the best model.
 
@@ -337,17 +350,31 @@ def train(
     ssm_rate = config.ssm_learning_rate if config.ssm_learning_rate is not None else config.learning_rate
     optimizer = make_optimizer(float(config.weight_decay), config.grad_clip)
 
-    first_step = state.step
+    first_step, start = state.step, 0
+    stopping = EarlyStopping(config.n_iter_no_change, config.tol, start=config.warmup_epochs)
+    best_model, best_epoch = state.model, len(state.history) - 1
+    checkpoints = None
+    if config.checkpoint_dir is not None:
+        if schedule != "cosine":
+            raise ValueError("checkpoint_dir resumes a whole fit; partial_fit (schedule='constant') cannot use it")
+        checkpoints = Checkpoints(config.checkpoint_dir, fingerprint or {})
+        saved = checkpoints.restore(state.model, state.opt_state, key)
+        if saved is not None:
+            state = TrainingState(saved.model, saved.opt_state, saved.step, list(saved.history))
+            first_step, start, key, stopping = saved.first_step, saved.epochs_done, saved.key, saved.stopping
+            best_model, best_epoch = saved.best_model, saved.best_epoch
+            rng.bit_generator.state = saved.rng_state
+            if saved.finished:
+                checkpoints.close()
+                return TrainingResult(model=best_model, state=state, best_epoch=best_epoch)
     # Replicated over the devices that share each batch; back on the default
     # device in the result.
-    model, opt_state = placement_for(rows).replicate((state.model, state.opt_state))
+    model, opt_state, best_model = placement_for(rows).replicate((state.model, state.opt_state, best_model))
     step = state.step
     history = list(state.history)
     # `good` is the state after the last epoch that finished with a finite
     # loss: what a NaN or a Ctrl-C falls back to.
     good = TrainingState(model=model, opt_state=opt_state, step=step, history=list(history))
-    stopping = EarlyStopping(config.n_iter_no_change, config.tol, start=config.warmup_epochs)
-    best_model, best_epoch = model, len(history) - 1
 
     def result(interrupted=False):
         return TrainingResult(
@@ -361,7 +388,7 @@ def train(
 
     progress = _Progress(epochs, config.verbose)
     try:
-        for call_epoch in range(epochs):
+        for call_epoch in range(start, epochs):
             epoch = len(history)
             started, compile_time = time.perf_counter(), 0.0
             if schedule == "cosine":
@@ -409,6 +436,14 @@ def train(
             if stopping.update(call_epoch, score):
                 best_model, best_epoch = model, epoch
             progress.epoch_done(record)
+            done = stopping.should_stop or call_epoch + 1 == epochs
+            if checkpoints is not None and (done or (call_epoch + 1) % config.checkpoint_every == 0):
+                checkpoints.save(
+                    LoopState(
+                        model, opt_state, step, history, first_step, call_epoch + 1, rng.bit_generator.state,
+                        key, stopping, best_model, best_epoch, done,
+                    )
+                )
             if stopping.should_stop:
                 break
     except KeyboardInterrupt:
@@ -423,4 +458,6 @@ def train(
         return result(interrupted=True)
     finally:
         progress.close()
+        if checkpoints is not None:
+            checkpoints.close()
     return result()
