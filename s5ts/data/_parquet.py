@@ -100,7 +100,7 @@ class ParquetSeries:
     def fragment_name(self, fragment, index: int) -> str:
         return str(getattr(fragment, "path", None) or f"fragment {index} of {self.where}")
 
-    def read(self, *, extra: Iterable = (), order: Iterable[int] | None = None) -> Iterator[SeriesChunk]:
+    def read(self, *, extra: Iterable = (), order: Iterable | None = None) -> Iterator[SeriesChunk]:
         """The data set's complete series, chunk by chunk.
 
         **Arguments:**

@@ -564,7 +564,7 @@ class SequenceEstimator(BaseEstimator):
         weights = self._weights(None, panel, targets, target_state)
         return self._sequences(panel, prep, targets, per_step, weights, encoder=self.encoder)
 
-    def _split(self, data: Sequences, rng, partial):
+    def _split(self, data: Sequences | StreamedSequences, rng, partial):
         if partial:
             return data, None
         if isinstance(data, StreamedSequences):

@@ -125,7 +125,7 @@ def batch_rows(n: int, batch_size: int) -> int:
 
 
 def iterate_batches(
-    data: Sequences,
+    data: Sequences | StreamedSequences,
     rows: int,
     *,
     shuffle: bool,
@@ -153,8 +153,12 @@ def iterate_batches(
         yield indices, placement.put_batch(batch)
 
 
-def steps_per_epoch(data: Sequences, rows: int) -> int:
+def steps_per_epoch(data: Sequences | StreamedSequences, rows: int) -> int:
     """The number of batches an epoch over `data` takes."""
     if not isinstance(data, Sequences):
         return data.steps_per_epoch(rows)
     return len(make_batches(data.lengths, rows, shuffle=False, buckets=plan_buckets(data.lengths, cap=data.cap_length)))
+
+
+# Streamed data batch themselves (`_streaming` builds on this module).
+from ._streaming import StreamedSequences  # noqa: E402
