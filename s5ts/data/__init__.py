@@ -9,6 +9,7 @@ from ._batching import bucket_length as bucket_length
 from ._batching import plan_buckets as plan_buckets
 from ._batching import make_batches as make_batches
 from ._batching import pad_batch as pad_batch
+from ._median_gap import MedianGap as MedianGap
 from ._panel import LAYOUTS as LAYOUTS
 from ._panel import RaggedPanel as RaggedPanel
 from ._panel import check_columns as check_columns
@@ -17,6 +18,9 @@ from ._panel import gaps_from_times as gaps_from_times
 from ._panel import panel_to_frames as panel_to_frames
 from ._panel import time_scale_from as time_scale_from
 from ._panel import to_panel as to_panel
+from ._parquet import ParquetSeries as ParquetSeries
+from ._parquet import is_parquet_source as is_parquet_source
+from ._parquet import open_parquet as open_parquet
 from ._targets import Targets as Targets
 from ._targets import to_targets as to_targets
 
@@ -25,12 +29,16 @@ __all__ = [
     "RaggedPanel",
     "Targets",
     "MERGE_BUDGET",
+    "MedianGap",
+    "ParquetSeries",
     "assign_buckets",
     "bucket_length",
     "check_columns",
     "frames_from_multiindex",
     "gaps_from_times",
+    "is_parquet_source",
     "make_batches",
+    "open_parquet",
     "pad_batch",
     "panel_to_frames",
     "plan_buckets",

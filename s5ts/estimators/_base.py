@@ -22,7 +22,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import LAYOUTS, RaggedPanel, check_columns, gaps_from_times, time_scale_from, to_panel
+from ..data import LAYOUTS, RaggedPanel, is_parquet_source, check_columns, gaps_from_times, time_scale_from, to_panel
 from ..nn import (
     ACTIVATIONS,
     DISCRETISATIONS,
@@ -38,6 +38,7 @@ from ..training import (
     NetworkSpec,
     NonFiniteLossError,
     Sequences,
+    StreamedSequences,
     TrainingConfig,
     TrainingResult,
     TrainingState,
@@ -49,7 +50,8 @@ from ..training import (
     split_validation,
     train,
 )
-from ._scaling import choose_scaling, scale_values, series_reference, weighted_mean_std
+from . import _streaming
+from ._scaling import choose_scaling, reference_from_moments, scale_values, series_moments, weighted_mean_std
 
 TIME_HANDLING = ("gaps", "drop", "append")
 
@@ -118,7 +120,41 @@ def learn_preprocessing(
     time scale: the median gap between observations (unweighted: it describes
     the sampling, not the series' importance)."""
     stacked = np.concatenate(panel.values, axis=0)
-    never = np.flatnonzero(np.isnan(stacked).all(axis=0))
+    rows = None if weights is None else np.repeat(weights, panel.lengths)
+    return finish_preprocessing(
+        panel,
+        ~np.isnan(stacked).all(axis=0),
+        bool(np.isnan(stacked).any()),
+        lambda: weighted_mean_std(stacked, rows),
+        lambda: series_moments(panel.values),
+        float(time_scale_from(panel)),
+        standardize,
+        time_handling,
+        first_gap,
+        weights,
+    )
+
+
+def finish_preprocessing(
+    panel: RaggedPanel,
+    observed,
+    missing: bool,
+    pooled,
+    moments,
+    time_scale: float,
+    standardize: bool | str,
+    time_handling: str,
+    first_gap: float,
+    weights: np.ndarray | None,
+) -> Preprocessing:
+    """The `Preprocessing` from statistics of the training data, however
+    they were gathered (`learn_preprocessing` in memory, or one streaming
+    pass over a Parquet data set, `_streaming`): `panel` gives the columns,
+    kind of time and ids (any chunk of the data); `observed` (k,), whether
+    each feature is ever observed; `missing`, whether any value is NaN;
+    `pooled()`, the weighted mean and standard deviation of every value
+    (k,); `moments()`, each series' mean and standard deviation (n, k)."""
+    never = np.flatnonzero(~np.asarray(observed))
     if never.size:
         raise ValueError(
             f"column {panel.columns[int(never[0])]!r} is NaN in every training series (series "
@@ -128,11 +164,10 @@ def learn_preprocessing(
     scaling = {True: "global", False: "none"}.get(standardize, standardize)
     location, scale = np.zeros(panel.n_features), np.ones(panel.n_features)
     if scaling in ("global", "auto"):
-        rows = None if weights is None else np.repeat(weights, panel.lengths)
-        location, std = weighted_mean_std(stacked, rows)
+        location, std = pooled()
         scale = np.where(std > 0, std, 1.0)
     if scaling in ("series", "auto"):
-        series_location, series_scale = series_reference(panel.values, weights)
+        series_location, series_scale = reference_from_moments(*moments(), weights)
         if scaling == "auto":
             scaling = choose_scaling(scale, series_scale)
         if scaling == "series":
@@ -141,8 +176,8 @@ def learn_preprocessing(
         columns=tuple(panel.columns),
         feature_mean=location,
         feature_std=scale,
-        missing_indicator=bool(np.isnan(stacked).any()),
-        time_scale=float(time_scale_from(panel)),
+        missing_indicator=missing,
+        time_scale=float(time_scale),
         time_kind=panel.time_kind,
         scaling=scaling,
         time_handling=time_handling,
@@ -441,25 +476,32 @@ class SequenceEstimator(BaseEstimator):
                     f"cannot continue training: {name} is {value!r} but the fitted network has "
                     f"{self._architecture_[name]!r}; fit with warm_start=False for a new network"
                 )
-        panel = self._panel(X, times, fitted=fitted)
-        sample_weight = self._check_sample_weight(sample_weight, panel)
-        targets, per_step, target_state = self._encode_targets(
-            y, panel, state=self._target_state() if fitted else None, classes=classes, weights=sample_weight
-        )
-        weights = self._weights(sample_weight, panel, targets, target_state)
-        prep = (
-            self.preprocessing_
-            if fitted
-            else learn_preprocessing(panel, self.standardize, self._time_handling, self.first_gap, weights)
-        )
+        if is_parquet_source(X):  # streamed: `_streaming`
+            if times is not None or sample_weight is not None:
+                raise ValueError("with a Parquet X, times= and sample_weight= are not supported (times come from time_col)")
+            prep, per_step, target_state, data, n_inputs = _streaming.training_data(
+                self, X, y, fitted=fitted, classes=classes
+            )
+        else:
+            panel = self._panel(X, times, fitted=fitted)
+            sample_weight = self._check_sample_weight(sample_weight, panel)
+            targets, per_step, target_state = self._encode_targets(
+                y, panel, state=self._target_state() if fitted else None, classes=classes, weights=sample_weight
+            )
+            weights = self._weights(sample_weight, panel, targets, target_state)
+            prep = (
+                self.preprocessing_
+                if fitted
+                else learn_preprocessing(panel, self.standardize, self._time_handling, self.first_gap, weights)
+            )
+            data = self._sequences(panel, prep, targets, per_step, weights, encoder=self.encoder)
+            n_inputs = data.inputs[0].shape[1]
         if fitted and per_step != self.per_step_:
             raise ValueError(
                 f"y has one target per {'step' if per_step else 'series'}, but the model was fitted "
                 f"with one per {'step' if self.per_step_ else 'series'}"
             )
-        data = self._sequences(panel, prep, targets, per_step, weights, encoder=self.encoder)
         given_valid = self._validation_sequences(validation_data, prep, target_state, per_step, fitted)
-        n_inputs = data.inputs[0].shape[1]
         config = self._config()
         fingerprint = None
         if config.checkpoint_dir is not None:
@@ -567,9 +609,11 @@ class SequenceEstimator(BaseEstimator):
         weights = self._weights(None, panel, targets, target_state)
         return self._sequences(panel, prep, targets, per_step, weights, encoder=self.encoder)
 
-    def _split(self, data: Sequences, rng, partial):
+    def _split(self, data: Sequences | StreamedSequences, rng, partial):
         if partial:
             return data, None
+        if isinstance(data, StreamedSequences):
+            return data.split(self.validation_fraction, rng)
         return split_validation(data, self.validation_fraction, rng)
 
     def _commit(self, prep, per_step, target_state, result: TrainingResult, rng, n_inputs):
@@ -660,7 +704,20 @@ class SequenceEstimator(BaseEstimator):
         return "the network overflowed on this input (features or gaps far outside those seen in fit?)"
 
     def _predict_outputs(self, X, times):
+        """(panel, the network's outputs per series) for `X`; for a Parquet
+        data set, streamed, with a panel of its ids alone (no data)."""
         check_is_fitted(self, "model_")
+        if is_parquet_source(X):
+            if times is not None:
+                raise ValueError("with a Parquet X, times= is not supported (times come from time_col)")
+            panel, outputs = _streaming.predict(self, X)
+            for sid, output in zip(panel.ids, outputs):
+                if not all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(output)):
+                    raise ValueError(
+                        f"series {sid!r}: the model's prediction is not finite; the network overflowed "
+                        "on this input (features or gaps far outside those seen in fit?)"
+                    )
+            return panel, outputs
         panel = self._panel(X, times, fitted=True)
         return panel, self._predict_panel(panel)
 

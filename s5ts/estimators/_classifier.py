@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from ..data import to_targets
+from ..data import is_parquet_source, to_targets
 from ._base import S5Estimator, with_shared_parameters
 from ..training import cross_entropy_loss
 
@@ -135,7 +135,7 @@ class S5Classifier(ClassifierMixin, S5Estimator):
         check_is_fitted(self, "model_")
         panel, logits = self._predict_outputs(X, times)
         proba = _probabilities(logits)
-        return self._as_frame(proba, panel, self.classes_) if as_frame else proba
+        return self._as_frame(proba, panel, self.classes_) if as_frame or is_parquet_source(X) else proba
 
     def predict(self, X, *, times=None, as_frame=False):
         """The most probable label of each series, (n,) (with
@@ -143,7 +143,7 @@ class S5Classifier(ClassifierMixin, S5Estimator):
         check_is_fitted(self, "model_")
         panel, logits = self._predict_outputs(X, times)
         labels = self._labels(logits)
-        return self._as_frame(labels, panel) if as_frame else labels
+        return self._as_frame(labels, panel) if as_frame or is_parquet_source(X) else labels
 
     def _labels(self, logits) -> np.ndarray:
         return self.classes_[np.argmax(_probabilities(logits), axis=1)]

@@ -11,7 +11,7 @@ from sklearn.base import RegressorMixin
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import to_targets
+from ..data import is_parquet_source, to_targets
 from ..nn import GaussianHead
 from sklearn.utils._param_validation import StrOptions
 
@@ -124,13 +124,15 @@ class RegressionTask:
         in the same layout. With `as_frame=True`, pandas objects instead: a
         Series (1-D targets) or DataFrame (k targets, named as y's columns)
         indexed by the series ids, or for per-step models by `(series,
-        time)`."""
+        time)`. A Parquet data set (a path or a `pyarrow.dataset.Dataset`,
+        read with `id_col` / `time_col`) is streamed, and the result is
+        always pandas, indexed by its ids in file order."""
         check_is_fitted(self, "model_")
         if return_std and self._fitted_loss != "gaussian_nll":
             raise ValueError("return_std=True needs a Gaussian head: fit with loss='gaussian_nll'")
-        panel = self._panel(X, times, fitted=True)
-        means, stds = self._unscaled(self._predict_panel(panel))
-        if as_frame:
+        panel, outputs = self._predict_outputs(X, times)
+        means, stds = self._unscaled(outputs)
+        if as_frame or is_parquet_source(X):
             columns = self._target_scaling.columns
             means = self._as_frame(means, panel, columns)
             stds = None if stds is None else self._as_frame(stds, panel, columns)

@@ -72,13 +72,46 @@ def series_reference(
     the series' means and the geometric mean of their positive standard
     deviations, each series weighted by `weights` (n,). A feature that no
     series spreads (every series constant or observed once) gets s = 1."""
-    means, stds = series_moments(values)
+    return reference_from_moments(*series_moments(values), weights)
+
+
+def reference_from_moments(
+    means: np.ndarray, stds: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """`series_reference` from the series' moments (`series_moments`: two
+    arrays (n, k)), so data read chunk by chunk need keep only these."""
     location, _ = weighted_mean_std(means, weights)
     with np.errstate(divide="ignore"):
         log_std = np.where(stds > 0, np.log(np.where(stds > 0, stds, 1.0)), np.nan)
     mean_log, _ = weighted_mean_std(log_std, weights)
     scale = np.where(np.isfinite(mean_log), np.exp(np.nan_to_num(mean_log)), 1.0)
     return location, scale
+
+
+def pooled_from_moments(
+    counts: np.ndarray, means: np.ndarray, stds: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """`weighted_mean_std` of all values from each series' number of observed
+    values, mean and standard deviation per feature (three arrays (n, k);
+    NaN moments where a count is 0), each series weighted by `weights` (n,):
+    the pooled mean is the weighted mean of the series' means, the pooled
+    variance the weighted mean of each series' variance plus its squared
+    offset from the pooled mean (Chan et al.'s merge). Equal to
+    `weighted_mean_std` on the stacked values up to rounding.
+
+    >>> a, b = np.array([[1.0], [2.0]]), np.array([[4.0], [np.nan], [6.0]])
+    >>> counts, (means, stds) = np.array([[2], [2]]), series_moments([a, b])
+    >>> pooled_from_moments(counts, means, stds)
+    (array([3.25]), array([1.92028644]))
+    >>> weighted_mean_std(np.concatenate([a, b]))
+    (array([3.25]), array([1.92028644]))
+    """
+    w = counts * (1.0 if weights is None else np.asarray(weights, np.float64)[:, None])
+    total = w.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (w * np.nan_to_num(means)).sum(axis=0) / total
+        var = (w * (np.nan_to_num(stds) ** 2 + np.nan_to_num(means - mean) ** 2)).sum(axis=0) / total
+    return mean, np.sqrt(var)
 
 
 def choose_scaling(pooled_std: np.ndarray, series_scale: np.ndarray) -> str:

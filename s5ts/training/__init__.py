@@ -45,6 +45,7 @@ from ._optimizer import (
     with_learning_rates,
 )
 from ._sequences import Sequences, batch_rows, iterate_batches, padded_batch, split_validation, steps_per_epoch
+from ._streaming import StreamedSequences
 from ._thinning import keep_observations, thin_observations
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "NonFiniteLossError",
     "Placement",
     "Sequences",
+    "StreamedSequences",
     "SquaredErrorInUnits",
     "TrainingConfig",
     "TrainingResult",

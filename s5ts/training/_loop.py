@@ -35,6 +35,7 @@ from ._early_stopping import EarlyStopping
 from ._initial import initial_model_and_state
 from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, with_learning_rates
 from ._sequences import Sequences, batch_rows, iterate_batches, steps_per_epoch
+from ._streaming import StreamedSequences
 
 # ----- compile time, from JAX's own monitoring events -----
 
@@ -144,7 +145,7 @@ def evaluate_batch(model, batch, metric_fn):
     return _metric(metric_fn, predict_batch(model, inputs), batch["y"], batch["weights"])
 
 
-def _forward_only(data: Sequences) -> Sequences:
+def _forward_only(data: Sequences | StreamedSequences) -> Sequences | StreamedSequences:
     """`data` batched at power-of-two lengths, uncapped: the validation set
     and the series given to `predict` then share the forward pass's
     compiled shapes (capped at each set's own longest series, they rarely
@@ -152,7 +153,7 @@ def _forward_only(data: Sequences) -> Sequences:
     return dataclasses.replace(data, cap_length=False)
 
 
-def evaluate(model, data: Sequences, batch_size: int, metric_fn) -> float:
+def evaluate(model, data: Sequences | StreamedSequences, batch_size: int, metric_fn) -> float:
     """The weighted mean of `metric_fn` over every real element of `data`."""
     total, count = 0.0, 0.0
     rows = batch_rows(len(data), batch_size)
@@ -165,7 +166,7 @@ def evaluate(model, data: Sequences, batch_size: int, metric_fn) -> float:
     return total / count if count > 0 else math.nan
 
 
-def predict_outputs(model, data: Sequences, batch_size: int) -> list:
+def predict_outputs(model, data: Sequences | StreamedSequences, batch_size: int) -> list:
     """Network outputs per series, in input order (numpy; per step: trimmed to L_i)."""
     results: list = [None] * len(data)
     rows = batch_rows(len(data), batch_size)
@@ -295,8 +296,8 @@ class _Progress:
 
 def train(
     state: TrainingState,
-    train_data: Sequences,
-    valid_data: Sequences | None,
+    train_data: Sequences | StreamedSequences,
+    valid_data: Sequences | StreamedSequences | None,
     loss_fn: Callable,
     metric_fn: Callable,
     config: TrainingConfig,

@@ -125,7 +125,7 @@ def batch_rows(n: int, batch_size: int) -> int:
 
 
 def iterate_batches(
-    data: Sequences,
+    data: Sequences | StreamedSequences,
     rows: int,
     *,
     shuffle: bool,
@@ -138,6 +138,9 @@ def iterate_batches(
     `observation_dropout` > 0 (training only) drops each observation of a
     batch with that probability, drawn from `rng` (`thin_observations`);
     the batch keeps its shape, so nothing compiles again."""
+    if not isinstance(data, Sequences):  # streamed (`StreamedSequences`): its own buffers
+        yield from data.iterate_batches(rows, shuffle=shuffle, rng=rng, observation_dropout=observation_dropout)
+        return
     placement = placement_for(rows)
     buckets = plan_buckets(data.lengths, cap=data.cap_length)
     padded = assign_buckets(data.lengths, buckets)
@@ -150,6 +153,12 @@ def iterate_batches(
         yield indices, placement.put_batch(batch)
 
 
-def steps_per_epoch(data: Sequences, rows: int) -> int:
+def steps_per_epoch(data: Sequences | StreamedSequences, rows: int) -> int:
     """The number of batches an epoch over `data` takes."""
+    if not isinstance(data, Sequences):
+        return data.steps_per_epoch(rows)
     return len(make_batches(data.lengths, rows, shuffle=False, buckets=plan_buckets(data.lengths, cap=data.cap_length)))
+
+
+# Streamed data batch themselves (`_streaming` builds on this module).
+from ._streaming import StreamedSequences  # noqa: E402

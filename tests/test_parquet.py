@@ -1,0 +1,223 @@
+"""Out-of-core fit and predict from long-format Parquet data sets, against
+the same data in memory as a long DataFrame."""
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from s5ts import S5Classifier, S5Regressor  # noqa: E402
+from s5ts.data import MedianGap, open_parquet, to_panel  # noqa: E402
+from s5ts.data._median_gap import RELATIVE_ERROR  # noqa: E402
+from s5ts.estimators import _streaming  # noqa: E402
+from s5ts.estimators._base import learn_preprocessing  # noqa: E402
+from s5ts.training import Sequences, StreamedSequences, iterate_batches, split_validation, steps_per_epoch  # noqa: E402
+
+SMALL = dict(d_model=8, state_size=4, random_state=0, id_col="id", time_col="time", observation_dropout=0.0)
+
+
+def long_frame(n=24, seed=0, missing=False):
+    rng = np.random.default_rng(seed)
+    parts = []
+    for i in range(n):
+        L = int(rng.integers(3, 30))
+        t = np.cumsum(rng.exponential(1.0, L))
+        a = np.sin(t) + (i % 5) * 2.0
+        if missing:
+            a[rng.random(L) < 0.2] = np.nan
+            a[0] = 1.0
+        parts.append(
+            pd.DataFrame({"id": f"s{i:03d}", "time": t, "a": a, "b": rng.normal(size=L) * (1 + i), "y": float(i % 3)})
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+def write(df, directory, files=2, row_group_size=37):
+    """`df` split by series into `files` files, each in row groups."""
+    os.makedirs(directory, exist_ok=True)
+    ids = df["id"].unique()
+    for k, part in enumerate(np.array_split(ids, files)):
+        table = pa.Table.from_pandas(df[df["id"].isin(part)], preserve_index=False)
+        pq.write_table(table, os.path.join(directory, f"part{k}.parquet"), row_group_size=row_group_size)
+    return str(directory)
+
+
+def per_series_y(df):
+    return df.groupby("id", sort=False)["y"].first().to_numpy()
+
+
+def test_median_gap_exact_then_histogram():
+    rng = np.random.default_rng(0)
+    gaps = rng.lognormal(0.0, 2.0, 10_001)
+    exact, binned = MedianGap(), MedianGap(exact_limit=1000)
+    for part in np.array_split(gaps, 7):
+        exact.add(part)
+        binned.add(part)
+    assert exact.exact and exact.median() == np.median(gaps)
+    assert not binned.exact
+    assert abs(binned.median() / np.median(gaps) - 1) <= RELATIVE_ERROR
+    assert MedianGap().median() == 1.0
+
+
+def test_reader_yields_every_series_once_in_order(tmp_path):
+    df = long_frame()
+    source = open_parquet(write(df, tmp_path, files=3, row_group_size=5), id_col="id", time_col="time", exclude=("y",))
+    assert source.features == ("a", "b")
+    memory = to_panel(df.drop(columns="y"), id_col="id", time_col="time")
+    ids, values = [], []
+    for chunk in source.read(extra=("y",)):
+        ids.extend(chunk.panel.ids)
+        values.extend(chunk.panel.values)
+    assert ids == list(memory.ids)
+    for got, want in zip(values, memory.values):
+        np.testing.assert_array_equal(got, want)
+    lengths_ids, lengths, _ = source.series_lengths()
+    assert lengths_ids == list(memory.ids)
+    np.testing.assert_array_equal(lengths, memory.lengths)
+
+
+@pytest.mark.parametrize("standardize", ["global", "series", "auto", False])
+def test_statistics_pass_equals_in_memory(tmp_path, standardize):
+    df = long_frame(missing=True)
+    path = write(df, tmp_path, files=3, row_group_size=11)
+    estimator = S5Regressor(standardize=standardize, **SMALL)
+    prep, per_step, scaling, data, _ = _streaming.training_data(estimator, path, "y", fitted=False)
+    panel = to_panel(df.drop(columns="y"), id_col="id", time_col="time")
+    want = learn_preprocessing(panel, standardize, "gaps", 1.0)
+    assert (prep.columns, prep.scaling, prep.missing_indicator) == (want.columns, want.scaling, want.missing_indicator)
+    assert prep.time_scale == want.time_scale  # exact below MedianGap's limit
+    np.testing.assert_allclose(prep.feature_mean, want.feature_mean, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(prep.feature_std, want.feature_std, rtol=1e-12)
+    y = per_series_y(df)
+    np.testing.assert_allclose(scaling.mean, [y.mean()])
+    np.testing.assert_allclose(scaling.std, [y.std()])
+    np.testing.assert_array_equal(data.lengths, panel.lengths)
+    assert not per_step
+
+
+def _chunked(data: Sequences, size: int) -> StreamedSequences:
+    def chunks(rng):
+        starts = list(range(0, len(data), size))
+        for s in starts if rng is None else rng.permutation(starts):
+            positions = np.arange(s, min(s + size, len(data)))
+            yield positions, data.subset(positions)
+
+    return StreamedSequences(lengths=data.lengths, chunks=chunks)
+
+
+def test_streamed_batches_cover_every_series_once_in_as_many_steps():
+    rng = np.random.default_rng(0)
+    lengths = np.concatenate([rng.integers(2, 9, 40), rng.integers(30, 60, 25), [300]])
+    data = Sequences(
+        inputs=tuple(np.full((L, 1), i, np.float32) for i, L in enumerate(lengths)),
+        gaps=tuple(np.ones(L, np.float32) for L in lengths),
+        targets=np.arange(len(lengths), dtype=np.float32)[:, None],
+    )
+    streamed = _chunked(data, 7)
+    assert steps_per_epoch(streamed, 8) == steps_per_epoch(data, 8)
+    seen, shapes = [], set()
+    for positions, batch in iterate_batches(streamed, 8, shuffle=True, rng=np.random.default_rng(1)):
+        seen.extend(positions.tolist())
+        shapes.add(batch["u"].shape)
+        # each row holds its own series (inputs = its position) and target
+        np.testing.assert_array_equal(batch["y"][: len(positions), 0], positions)
+        np.testing.assert_array_equal(batch["u"][np.arange(len(positions)), 0, 0], positions)
+    assert sorted(seen) == list(range(len(lengths)))
+    assert shapes == {b["u"].shape for _, b in iterate_batches(data, 8, shuffle=False)}
+    # the validation split holds out the same series as in memory
+    train, valid = streamed.split(0.25, np.random.default_rng(3))
+    want_train, want_valid = split_validation(data, 0.25, np.random.default_rng(3))
+    np.testing.assert_array_equal(train.lengths, want_train.lengths)
+    np.testing.assert_array_equal(valid.lengths, want_valid.lengths)
+    assert sorted(p for p, _ in ((p, b) for ps, b in iterate_batches(valid, 4, shuffle=False) for p in ps)) == list(
+        range(len(valid))
+    )
+
+
+def test_streamed_fit_and_predict_equal_in_memory(tmp_path):
+    """With every series in one batch (24 series, batch_size 32, one length
+    bucket), a streamed epoch is the in-memory one with the batch's rows in
+    another order: the same fit up to float32 summation order. Predictions
+    of one fitted model from Parquet and from memory are identical."""
+    df = long_frame()
+    path = write(df, tmp_path)
+    streamed = S5Regressor(max_epochs=3, **SMALL).fit(path, "y")
+    memory = S5Regressor(max_epochs=3, **SMALL).fit(df.drop(columns="y"), per_series_y(df))
+    assert [r["train_loss"] for r in streamed.history_] == pytest.approx(
+        [r["train_loss"] for r in memory.history_], rel=1e-4
+    )
+    from_parquet = streamed.predict(path)
+    in_memory = streamed.predict(df.drop(columns="y"), as_frame=True)
+    pd.testing.assert_series_equal(from_parquet, in_memory)
+    np.testing.assert_allclose(from_parquet.to_numpy(), memory.predict(df.drop(columns="y")), rtol=1e-3, atol=1e-4)
+    # y apart from X (a Series or a pyarrow Table keyed by id; X without a y column): the same targets
+    bare = write(df.drop(columns="y"), tmp_path / "bare")
+    y = per_series_y(df)
+    for given in (pd.Series(y, index=df["id"].unique()), pa.table({"id": df["id"].unique(), "t": y})):
+        _, _, scaling, data, _ = _streaming.training_data(streamed, bare, given, fitted=True)
+        positions, chunk = next(data.chunks(None))
+        np.testing.assert_allclose(chunk.targets[:, 0] * scaling.std[0] + scaling.mean[0], y[positions], rtol=1e-6, atol=1e-6)
+
+
+def test_streamed_classifier_with_validation(tmp_path):
+    df = long_frame(n=40)
+    df["y"] = np.where(df["y"] > 0, "up", "down")
+    path = write(df, tmp_path, files=3, row_group_size=16)
+    clf = S5Classifier(max_epochs=2, validation_fraction=0.25, batch_size=8, **SMALL).fit(path, "y")
+    assert clf.classes_.tolist() == ["down", "up"]
+    assert all("valid_loss" in record for record in clf.history_)
+    proba = clf.predict_proba(path)
+    want = clf.predict_proba(df.drop(columns="y"), as_frame=True)
+    pd.testing.assert_frame_equal(proba, want)
+    assert clf.predict(path).tolist() == clf.predict(df.drop(columns="y")).tolist()
+
+
+def test_order_and_column_errors_name_the_series_or_column(tmp_path):
+    df = long_frame(n=6)
+    estimator = S5Regressor(max_epochs=1, **SMALL)
+    # an id that reappears after another began, in one file
+    shuffled = pd.concat([df[df.id == "s000"].iloc[:2], df[df.id == "s001"], df[df.id == "s000"].iloc[2:]])
+    pq.write_table(pa.Table.from_pandas(shuffled, preserve_index=False), tmp_path / "one.parquet")
+    with pytest.raises(ValueError, match=r"series 's000' appears again in .*one\.parquet"):
+        estimator.fit(str(tmp_path / "one.parquet"), "y")
+    # a series split over two files
+    (tmp_path / "split").mkdir()
+    first = df[df.id == "s000"]
+    pq.write_table(pa.Table.from_pandas(first.iloc[:2], preserve_index=False), tmp_path / "split" / "a.parquet")
+    pq.write_table(pa.Table.from_pandas(first.iloc[2:], preserve_index=False), tmp_path / "split" / "b.parquet")
+    with pytest.raises(ValueError, match=r"series 's000' appears again in .*b\.parquet"):
+        estimator.fit(str(tmp_path / "split"), "y")
+    # time going backwards
+    backwards = df.copy()
+    rows = np.flatnonzero(backwards.id == "s002")[:2]
+    backwards.loc[rows, "time"] = backwards.loc[rows[::-1], "time"].to_numpy()
+    pq.write_table(pa.Table.from_pandas(backwards, preserve_index=False), tmp_path / "back.parquet")
+    with pytest.raises(ValueError, match=r"series 's002'.*not sorted.*back\.parquet"):
+        estimator.fit(str(tmp_path / "back.parquet"), "y")
+    # y not constant within a series
+    varying = df.copy()
+    varying.loc[np.flatnonzero(varying.id == "s003")[1], "y"] = 99.0
+    pq.write_table(pa.Table.from_pandas(varying, preserve_index=False), tmp_path / "vary.parquet")
+    with pytest.raises(ValueError, match=r"column 'y'.*series 's003'"):
+        estimator.fit(str(tmp_path / "vary.parquet"), "y")
+    good = str(tmp_path / "good.parquet")
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), good)
+    with pytest.raises(ValueError, match=r"time_col 'when' is not a column of .*good\.parquet"):
+        S5Regressor(**{**SMALL, "time_col": "when"}).fit(good, "y")
+    with pytest.raises(ValueError, match=r"y 'target' is not a column"):
+        estimator.fit(good, "target")
+    with pytest.raises(ValueError, match="id_col"):
+        S5Regressor(**{**SMALL, "id_col": None, "time_col": None}).fit(good, "y")
+    with pytest.raises(ValueError, match="does not exist"):
+        estimator.fit(str(tmp_path / "nowhere"), "y")
+    # nothing was fitted by the failed calls
+    assert not hasattr(estimator, "model_")
+    # predict needs the columns seen in fit
+    fitted = S5Regressor(max_epochs=1, **SMALL).fit(good, "y")
+    pq.write_table(pa.Table.from_pandas(df.drop(columns="b"), preserve_index=False), tmp_path / "nob.parquet")
+    with pytest.raises(ValueError, match=r"feature column 'b' is not a column"):
+        fitted.predict(str(tmp_path / "nob.parquet"))
