@@ -221,3 +221,20 @@ def test_order_and_column_errors_name_the_series_or_column(tmp_path):
     pq.write_table(pa.Table.from_pandas(df.drop(columns="b"), preserve_index=False), tmp_path / "nob.parquet")
     with pytest.raises(ValueError, match=r"feature column 'b' is not a column"):
         fitted.predict(str(tmp_path / "nob.parquet"))
+
+
+def test_streamed_fit_checkpoints_and_resumes(tmp_path):
+    """`checkpoint_dir` with a Parquet X: the data's digest is read from the
+    stream; a finished checkpoint is restored without training, and other
+    data in the same directory is refused."""
+    pytest.importorskip("orbax.checkpoint")
+    df = long_frame()
+    path = write(df, tmp_path / "data")
+    params = dict(max_epochs=2, checkpoint_dir=str(tmp_path / "ckpt"), **SMALL)
+    first = S5Regressor(**params).fit(path, "y")
+    again = S5Regressor(**params).fit(path, "y")
+    assert again.history_ == first.history_
+    pd.testing.assert_series_equal(again.predict(path), first.predict(path))
+    other = df.assign(a=np.cos(df["a"]))  # (a shift alone would be scaled away: the same training)
+    with pytest.raises(ValueError, match="data"):
+        S5Regressor(**params).fit(write(other, tmp_path / "other"), "y")

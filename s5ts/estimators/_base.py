@@ -553,7 +553,7 @@ class SequenceEstimator(BaseEstimator):
         self._commit(prep, per_step, target_state, result, rng, n_inputs)
         return self
 
-    def _fingerprint(self, data: Sequences, given_valid: Sequences | None) -> tuple[int, dict]:
+    def _fingerprint(self, data: Sequences | StreamedSequences, given_valid: Sequences | None) -> tuple[int, dict]:
         """(seed, fingerprint) of a fit with `checkpoint_dir`: the class, the
         parameters that change what a fit computes, the number of series, a
         digest of the model-ready training and validation data, and the seed.

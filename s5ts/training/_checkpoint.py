@@ -40,6 +40,7 @@ import jax
 import numpy as np
 
 from ._early_stopping import EarlyStopping
+from ._sequences import Sequences
 
 #: Checkpoints kept in a directory (older ones are deleted after a save).
 MAX_TO_KEEP = 2
@@ -71,14 +72,25 @@ def _manager(directory, create: bool):
 
 
 def data_digest(*sequences) -> str:
-    """A hex digest of the arrays of `Sequences` (None entries skipped):
+    """A hex digest of the arrays of `Sequences` (None entries hashed as
+    such; a `StreamedSequences` read once, chunk by chunk):
     inputs, gaps, extra, targets and weights, with their shapes and dtypes.
     One pass over the data (BLAKE2b runs at about a gigabyte a second),
     small next to one epoch of training."""
     digest = hashlib.blake2b(digest_size=16)
+    _digest_into(digest, sequences)
+    return digest.hexdigest()
+
+
+def _digest_into(digest, sequences) -> None:
     for data in sequences:
         if data is None:
             digest.update(b"none")
+            continue
+        if not isinstance(data, Sequences):  # streamed: its chunks in position order
+            for positions, part in data.chunks(None):
+                digest.update(np.ascontiguousarray(positions, np.int64).tobytes())
+                _digest_into(digest, (part,))
             continue
         for name in ("inputs", "gaps", "extra", "targets", "weights"):
             digest.update(name.encode())
@@ -89,7 +101,6 @@ def data_digest(*sequences) -> str:
                 array = np.ascontiguousarray(item)
                 digest.update(f"{array.dtype.str}{array.shape}".encode())
                 digest.update(array.tobytes())
-    return digest.hexdigest()
 
 
 def check_fingerprint(saved: dict, given: dict, directory) -> None:
