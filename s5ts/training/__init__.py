@@ -1,6 +1,7 @@
 """Training: batching of `Sequences` and thinning them (observation
 dropout), the optimiser and its schedule, the loop, early stopping,
-device placement, losses and the compilation cache.
+device placement (also across `jax.distributed` processes), losses and
+the compilation cache.
 
 Used by the estimators, the sktime forecaster and the CRU baseline through
 these names; nothing here imports scikit-learn or sktime.
@@ -12,7 +13,8 @@ from ._cache import (
     release_compiled_programs,
     set_compilation_cache,
 )
-from ._devices import Placement, placement_for, to_default_device
+from ._devices import Placement, gather_rows, placement_for, to_default_device
+from ._distributed import is_distributed, is_primary
 from ._early_stopping import EarlyStopping
 from ._initial import NetworkSpec
 from ._loop import (
@@ -63,7 +65,10 @@ __all__ = [
     "cross_entropy_loss",
     "enable_compilation_cache",
     "evaluate",
+    "gather_rows",
     "gaussian_nll_loss",
+    "is_distributed",
+    "is_primary",
     "iterate_batches",
     "keep_observations",
     "make_optimizer",
