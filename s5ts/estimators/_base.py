@@ -45,6 +45,7 @@ from ..training import (
     check_fingerprint,
     data_digest,
     enable_compilation_cache,
+    is_primary,
     predict_outputs,
     saved_fingerprint,
     split_validation,
@@ -755,8 +756,12 @@ class SequenceEstimator(BaseEstimator):
         """Write hyper-parameters (JSON) and weights
         (`equinox.tree_serialise_leaves`) to one file. Arrays load on any
         device: a model trained on a GPU loads on a CPU. The optimiser state
-        is not saved: a warm start after `load` starts a fresh optimiser."""
+        is not saved: a warm start after `load` starts a fresh optimiser.
+        Across `jax.distributed` processes only process 0 writes (every
+        process holds the same model)."""
         check_is_fitted(self, "model_")
+        if not is_primary():
+            return
         header = {
             "format": _FORMAT_VERSION,
             "class": type(self).__name__,

@@ -1,7 +1,7 @@
 """Training: batching of `Sequences` and thinning them (observation
 dropout), the optimiser and its schedule, the loop, early stopping,
-device placement, losses, the compilation cache and checkpoints of the
-loop (Orbax, for resumable fits).
+device placement (also across `jax.distributed` processes), losses, the
+compilation cache and checkpoints of the loop (Orbax, for resumable fits).
 
 Used by the estimators, the sktime forecaster and the CRU baseline through
 these names; nothing here imports scikit-learn or sktime.
@@ -14,7 +14,8 @@ from ._cache import (
     set_compilation_cache,
 )
 from ._checkpoint import Checkpoints, LoopState, check_fingerprint, data_digest, saved_fingerprint
-from ._devices import Placement, placement_for, to_default_device
+from ._devices import Placement, gather_rows, placement_for, to_default_device
+from ._distributed import is_distributed, is_primary
 from ._early_stopping import EarlyStopping
 from ._initial import NetworkSpec
 from ._loop import (
@@ -71,7 +72,10 @@ __all__ = [
     "data_digest",
     "enable_compilation_cache",
     "evaluate",
+    "gather_rows",
     "gaussian_nll_loss",
+    "is_distributed",
+    "is_primary",
     "iterate_batches",
     "keep_observations",
     "make_optimizer",

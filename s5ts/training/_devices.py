@@ -9,6 +9,15 @@ This is what makes several CPU cores useful for the sequential scan, whose
 loop XLA runs on one thread per device: with `JAX_NUM_CPU_DEVICES=2` (set
 before JAX starts) each core runs the loop over half of the batch. With one
 device (JAX's default on CPU, or one GPU) placement does nothing.
+
+Under `jax.distributed` (`jax.process_count() > 1`, see `_distributed`) the
+mesh spans every device of every process. Every process draws the same
+batches (same data, same seeds); each supplies only its own rows of each
+global batch (`Placement.local_rows`, contributed with
+`jax.make_array_from_process_local_data`), so each reads and pads only its
+share. Outputs sharded over rows are gathered back with
+`gather_rows`; the fitted model comes back to each process's own default
+device (`to_default_device`).
 """
 
 from __future__ import annotations
@@ -25,38 +34,72 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 @dataclasses.dataclass(frozen=True)
 class Placement:
     """Where batches and parameters live: `rows` and `replicated` are
-    shardings over the same devices, or None for JAX's default device."""
+    shardings over the same devices, or None for JAX's default device.
+
+    `local_rows` is the slice of each global batch's rows this process
+    supplies (`put_batch`), or None for all of them (a single process)."""
 
     rows: NamedSharding | None = None
     replicated: NamedSharding | None = None
+    local_rows: slice | None = None
 
     @property
     def n_devices(self) -> int:
         return 1 if self.rows is None else self.rows.mesh.size
 
     def put_batch(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
-        """Every array of `batch` split along its first axis (the rows)."""
+        """Every array of `batch` split along its first axis (the rows).
+
+        Across processes `batch` holds this process's `local_rows` alone,
+        and the result is the global batch they make together."""
         if self.rows is None:
             return batch
-        return jax.device_put(batch, self.rows)
+        if self.local_rows is None:
+            return jax.device_put(batch, self.rows)
+        start, stop = self.local_rows.start, self.local_rows.stop
+        global_rows = stop - start if self.rows.is_fully_replicated else self.rows.mesh.size * (stop - start)
+        return {
+            name: jax.make_array_from_process_local_data(self.rows, value, (global_rows, *np.shape(value)[1:]))
+            for name, value in batch.items()
+        }
 
     def replicate(self, tree: Any) -> Any:
         """Every JAX array of `tree` (a model, an optimiser state) copied to
-        each device; other leaves as they are."""
+        each device; other leaves as they are. Across processes each
+        process's copy must hold the same values (the same seeds do that)."""
         if self.replicated is None:
             return tree
-        return jax.tree.map(lambda leaf: _put(leaf, self.replicated), tree)
+        put = _put if self.local_rows is None else _put_global
+        return jax.tree.map(lambda leaf: put(leaf, self.replicated), tree)
 
 
 def _put(leaf, sharding):
     return jax.device_put(leaf, sharding) if isinstance(leaf, jax.Array) else leaf
 
 
+def _put_global(leaf, sharding):
+    """`leaf` replicated over a mesh that spans processes: a local array is
+    copied from this process's values (`device_put` refuses arrays committed
+    to one device there)."""
+    if not isinstance(leaf, jax.Array) or leaf.sharding == sharding:
+        return leaf
+    if leaf.is_fully_addressable:
+        return jax.make_array_from_callback(leaf.shape, sharding, lambda index: leaf[index])
+    return jax.jit(lambda x: x, out_shardings=sharding)(leaf)
+
+
 @functools.lru_cache(maxsize=None)
 def placement_for(rows: int) -> Placement:
     """The placement for batches of `rows` rows: over the most local devices
     that divide `rows` evenly (all of them for the usual power-of-two batch
-    sizes), or the default device when only one does."""
+    sizes), or the default device when only one does.
+
+    Across processes (`jax.process_count() > 1`): over every device of
+    every process, each process supplying `rows / n_devices` rows per
+    device; when the devices do not divide `rows`, every device computes
+    the whole batch (replicated) and each process supplies all of it."""
+    if jax.process_count() > 1:
+        return _global_placement(rows)
     devices = jax.local_devices()
     n = max(d for d in range(1, len(devices) + 1) if rows % d == 0)
     if n == 1:
@@ -65,10 +108,42 @@ def placement_for(rows: int) -> Placement:
     return Placement(NamedSharding(mesh, PartitionSpec("rows")), NamedSharding(mesh, PartitionSpec()))
 
 
+def _global_placement(rows: int) -> Placement:
+    devices = jax.devices()
+    mesh = Mesh(np.array(devices), ("rows",))
+    replicated = NamedSharding(mesh, PartitionSpec())
+    if rows % len(devices):
+        return Placement(replicated, replicated, slice(0, rows))
+    sharded = NamedSharding(mesh, PartitionSpec("rows"))
+    # This process's devices hold one contiguous block of rows (the mesh
+    # lists each process's devices together, as `jax.devices()` does).
+    indices = sorted(index[0].indices(rows)[:2] for index in sharded.addressable_devices_indices_map((rows,)).values())
+    if any(a[1] != b[0] for a, b in zip(indices, indices[1:])):
+        raise RuntimeError(f"this process's devices do not hold contiguous rows of the batch: {indices}")
+    return Placement(sharded, replicated, slice(indices[0][0], indices[-1][1]))
+
+
+def gather_rows(tree: Any) -> Any:
+    """Every array of `tree` as a numpy array with all its rows, on every
+    process (`multihost_utils.process_allgather` for arrays split across
+    processes; a plain copy otherwise)."""
+
+    def gather(leaf):
+        if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable and not leaf.is_fully_replicated:
+            from jax.experimental import multihost_utils
+
+            return np.asarray(multihost_utils.process_allgather(leaf, tiled=True))
+        return np.asarray(leaf)
+
+    return jax.tree.map(gather, tree)
+
+
 def to_default_device(tree: Any) -> Any:
     """Every JAX array of `tree` on JAX's default device alone, as fitted
     attributes are kept (so users combine them with their own arrays freely).
-    A tree on one device already is returned as it is (the same object)."""
+    A tree on one device already is returned as it is (the same object).
+    Across processes, a replicated array is taken from this process's own
+    copy (each process keeps its own model)."""
 
     def spread(leaf) -> bool:
         return isinstance(leaf, jax.Array) and len(leaf.devices()) > 1
@@ -76,4 +151,14 @@ def to_default_device(tree: Any) -> Any:
     if not any(spread(leaf) for leaf in jax.tree.leaves(tree)):
         return tree
     device = jax.local_devices()[0]
-    return jax.tree.map(lambda leaf: jax.device_put(leaf, device) if spread(leaf) else leaf, tree)
+
+    def local(leaf):
+        if not spread(leaf):
+            return leaf
+        if leaf.is_fully_addressable:
+            return jax.device_put(leaf, device)
+        if not leaf.is_fully_replicated:
+            raise ValueError(f"an array split across processes has no local copy: {leaf.sharding}")
+        return jax.device_put(leaf.addressable_data(0), device)
+
+    return jax.tree.map(local, tree)

@@ -30,7 +30,8 @@ import numpy as np
 
 from ._cache import release_compiled_programs
 from ._checkpoint import Checkpoints, LoopState
-from ._devices import placement_for, to_default_device
+from ._devices import gather_rows, placement_for, to_default_device
+from ._distributed import is_primary
 from ._early_stopping import EarlyStopping
 from ._initial import initial_model_and_state
 from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, with_learning_rates
@@ -173,7 +174,7 @@ def predict_outputs(model, data: Sequences | StreamedSequences, batch_size: int)
     data = _forward_only(data)
     model = placement_for(rows).replicate(model)
     for indices, batch in iterate_batches(data, rows, shuffle=False):
-        outputs = jax.tree.map(np.asarray, predict_batch(model, batch))
+        outputs = gather_rows(predict_batch(model, batch))
         for row, i in enumerate(indices):
             item = jax.tree.map(lambda o: o[row], outputs)
             if data.per_step:
@@ -272,7 +273,7 @@ class _Progress:
     def __init__(self, epochs: int, verbose: bool):
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=epochs, disable=not verbose, desc="training", leave=False)
+        self.bar = tqdm(total=epochs, disable=not (verbose and is_primary()), desc="training", leave=False)
         self.shapes: set = set()
 
     def before_step(self, batch) -> None:

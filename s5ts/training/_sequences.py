@@ -17,7 +17,7 @@ import numpy as np
 
 from ..data import assign_buckets, bucket_length, make_batches, pad_batch, plan_buckets
 from ._devices import placement_for
-from ._thinning import thin_observations
+from ._thinning import draw_kept, keep_observations
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,16 +98,16 @@ def padded_batch(data: Sequences, indices: np.ndarray, rows: int, length: int | 
         length = bucket_length(int(max(len(data.gaps[i]) for i in indices)))
         if data.cap_length:
             length = min(length, int(data.lengths.max()))
-    u, mask = pad_batch([data.inputs[i] for i in indices], length, batch_size=rows)
-    gaps, _ = pad_batch([data.gaps[i] for i in indices], length, batch_size=rows)
+    u, mask = pad_batch(_pick(data.inputs, indices), length, batch_size=rows)
+    gaps, _ = pad_batch(_pick(data.gaps, indices), length, batch_size=rows)
     batch = {"u": u, "gaps": gaps, "mask": mask}
     if data.extra is not None:
-        batch["extra"], _ = pad_batch([data.extra[i] for i in indices], length, batch_size=rows)
+        batch["extra"], _ = pad_batch(_pick(data.extra, indices), length, batch_size=rows)
     if data.targets is not None:
         row_weights = np.zeros(rows, np.float32)
         row_weights[: len(indices)] = 1.0 if data.weights is None else data.weights[indices]
         if data.per_step:
-            batch["y"], _ = pad_batch([data.targets[i] for i in indices], length, batch_size=rows)
+            batch["y"], _ = pad_batch(_pick(data.targets, indices), length, batch_size=rows)
             batch["weights"] = mask * row_weights[:, None]
         else:
             y = data.targets[indices]
@@ -115,6 +115,13 @@ def padded_batch(data: Sequences, indices: np.ndarray, rows: int, length: int | 
             batch["y"] = np.concatenate([y, pad])
             batch["weights"] = row_weights
     return batch
+
+
+def _pick(items: tuple, indices) -> list:
+    """The arrays at `indices`; for no indices (a process's empty share of a
+    short last batch, or rows of padding alone), one empty array of their
+    kind, which pads to rows of padding."""
+    return [items[i] for i in indices] if len(indices) else [items[0][:0]]
 
 
 def batch_rows(n: int, batch_size: int) -> int:
@@ -137,19 +144,32 @@ def iterate_batches(
 
     `observation_dropout` > 0 (training only) drops each observation of a
     batch with that probability, drawn from `rng` (`thin_observations`);
-    the batch keeps its shape, so nothing compiles again."""
+    the batch keeps its shape, so nothing compiles again.
+
+    Across processes each pads only its own rows of every batch
+    (`Placement.local_rows`); the dropped observations are drawn over the
+    whole batch's mask (known from the lengths alone), so every process
+    draws the same numbers and keeps the same batch plan as one process
+    would."""
+    if not 0.0 <= observation_dropout < 1.0:
+        raise ValueError(f"observation_dropout must be in [0, 1), got {observation_dropout!r}")
     if not isinstance(data, Sequences):  # streamed (`StreamedSequences`): its own buffers
         yield from data.iterate_batches(rows, shuffle=shuffle, rng=rng, observation_dropout=observation_dropout)
         return
     placement = placement_for(rows)
-    buckets = plan_buckets(data.lengths, cap=data.cap_length)
-    padded = assign_buckets(data.lengths, buckets)
-    for indices in make_batches(data.lengths, rows, shuffle=shuffle, rng=rng, buckets=buckets):
-        batch = padded_batch(data, indices, rows, int(padded[indices[0]]))
+    mine = placement.local_rows or slice(0, rows)
+    lengths = data.lengths
+    buckets = plan_buckets(lengths, cap=data.cap_length)
+    padded = assign_buckets(lengths, buckets)
+    for indices in make_batches(lengths, rows, shuffle=shuffle, rng=rng, buckets=buckets):
+        length = int(padded[indices[0]])
+        batch = padded_batch(data, indices[mine], mine.stop - mine.start, length)
         if observation_dropout > 0:
-            batch = thin_observations(
-                batch, observation_dropout, rng, per_step=data.per_step, elapsed=data.elapsed
-            )
+            row_lengths = np.zeros(rows, np.int64)
+            row_lengths[: len(indices)] = lengths[indices]
+            mask = np.arange(length)[None, :] < row_lengths[:, None]
+            kept = draw_kept(mask, observation_dropout, rng)[mine]
+            batch = keep_observations(batch, kept, per_step=data.per_step, elapsed=data.elapsed)
         yield indices, placement.put_batch(batch)
 
 

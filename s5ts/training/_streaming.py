@@ -92,6 +92,11 @@ class StreamedSequences:
         """(positions, batch) pairs, as `iterate_batches` gives for
         `Sequences`: every series once, `steps_per_epoch(rows)` batches."""
         placement = placement_for(rows)
+        if placement.local_rows is not None:
+            raise ValueError(
+                "data streamed from Parquet is read by one process; across jax.distributed processes "
+                "pass the data in memory (docs/scaling.md)"
+            )
         buckets = plan_buckets(self.lengths, cap=self.cap_length)
         padded = assign_buckets(self.lengths, buckets)
         buffers: dict[int, list] = {}
