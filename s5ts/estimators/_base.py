@@ -244,6 +244,7 @@ S5_CONSTRAINTS = {
     "ssm_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
     "min_epoch_steps": [Interval(Integral, 1, None, closed="left"), None],
     "observation_dropout": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
+    "chunk_length": [Interval(Integral, 8, None, closed="left"), None],
 }
 
 
@@ -682,7 +683,7 @@ class SequenceEstimator(BaseEstimator):
         """The network's outputs per series; a non-finite one raises."""
         data = self._sequences(panel, self.preprocessing_)
         data = dataclasses.replace(data, per_step=self.per_step_)
-        outputs = predict_outputs(self.model_, data, self.batch_size)
+        outputs = predict_outputs(self.model_, data, self.batch_size, self._prediction_chunk_length())
         for i, output in enumerate(outputs):
             finite = [np.isfinite(np.asarray(leaf)) for leaf in jax.tree.leaves(output)]
             if all(f.all() for f in finite):
@@ -699,6 +700,15 @@ class SequenceEstimator(BaseEstimator):
                 f"{self._nonfinite_reason(panel, i, step)}"
             )
         return outputs
+
+    def _prediction_chunk_length(self) -> int | None:
+        """`chunk_length` for `predict_outputs`: a per-step model that carries
+        its states runs long series in chunks (the same outputs, memory set
+        by the chunk); None otherwise."""
+        chunk_length = getattr(self, "chunk_length", None)
+        if chunk_length is None or not self.per_step_ or not hasattr(self.model_, "batch_run"):
+            return None
+        return None if self._architecture_.get("bidirectional", False) else int(chunk_length)
 
     def _nonfinite_reason(self, panel: RaggedPanel, i: int, step: int | None) -> str:
         """What can make the prediction of series `i` (from `step`) non-finite."""
@@ -865,6 +875,7 @@ class S5Estimator(SequenceEstimator):
         warm_start=False,
         checkpoint_dir=None,
         checkpoint_every=1,
+        chunk_length=None,
         id_col=None,
         time_col=None,
         layout="nld",
@@ -904,6 +915,7 @@ class S5Estimator(SequenceEstimator):
         self.warm_start = warm_start
         self.checkpoint_dir = checkpoint_dir
         self.checkpoint_every = checkpoint_every
+        self.chunk_length = chunk_length
         self.id_col = id_col
         self.time_col = time_col
         self.layout = layout
@@ -926,6 +938,11 @@ class S5Estimator(SequenceEstimator):
     def _check_relations(self) -> None:
         if self.dt_min > self.dt_max:
             raise ValueError(f"dt_min must be <= dt_max, got {self.dt_min!r} > {self.dt_max!r}")
+        if self.chunk_length is not None and self.bidirectional:
+            raise ValueError(
+                "chunk_length needs per-step targets of a causal network; a bidirectional network "
+                "sees the future: set bidirectional=False or chunk_length=None"
+            )
 
     # ----- model -----
     def _build_network(self, n_inputs: int, per_step: bool, n_outputs: int, key) -> SequenceNetwork:

@@ -243,6 +243,13 @@ class S5Regressor(RegressionTask, RegressorMixin, S5Estimator):
       latest checkpoint to the model of an uninterrupted fit; a
       checkpoint of another fit raises a ValueError; see `fit`). Needs
       orbax-checkpoint: `pip install "s5ts[scale]"`.
+    - Very long series: `chunk_length` (None: whole series; an int ≥ 8,
+      with per-step targets of a causal network: each batch is trained
+      in consecutive chunks of that many steps, the states carried from
+      one chunk to the next and the gradient stopped there (truncated
+      back-propagation through time), one optimiser step per chunk, so
+      memory is set by the chunk; `predict` runs the same chunks, with
+      the same outputs as on whole series).
 
     **Fitted attributes:** `model_` (the Equinox network, best epoch),
     `history_` (per-epoch losses and validation scores), `best_epoch_`,

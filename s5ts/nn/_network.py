@@ -217,6 +217,31 @@ class SequenceNetwork(eqx.Module):
 
         return jax.vmap(one)(h, gaps, mask, keys)
 
+    def batch_run(
+        self,
+        u: Float[Array, "B L D"],
+        gaps: Float[Array, "B L"],
+        mask: Bool[Array, "B L"],
+        extra: Float[Array, "B L E"] | None,
+        state: tuple[Complex[Array, "B P"], ...],
+        *,
+        keys: Key[Array, " B"] | None = None,
+        inference: bool = True,
+    ) -> tuple[Any, tuple[Complex[Array, "B P"], ...]]:
+        """`batch` for causal per-step networks, each row continuing from its
+        `state` (per block (B, P)): returns `(per-step outputs (B, L, ...),
+        per block the states (B, P) after each row's last real step)`, so
+        chunks of long series can be trained and predicted one after the
+        other (`s5ts.training`'s `chunk_length`)."""
+        self._require_per_step("batch_run()")
+        h, mask = self._embedded(u, mask, extra)
+
+        def one(h, gaps, mask, state, key):
+            h, last_states = self._blocks(h, gaps, mask, state, key, inference)
+            return jax.vmap(self.head)(h), last_states
+
+        return jax.vmap(one)(h, gaps, mask, state, keys)
+
     def states(
         self,
         u: Float[Array, "L D"],

@@ -30,6 +30,7 @@ import numpy as np
 
 from ._cache import release_compiled_programs
 from ._checkpoint import Checkpoints, LoopState
+from ._chunks import check_chunking, chunk_steps_per_epoch, chunked, chunked_outputs, zero_states
 from ._devices import gather_rows, placement_for, to_default_device
 from ._distributed import is_primary
 from ._early_stopping import EarlyStopping
@@ -99,26 +100,55 @@ def _batched_outputs(model, batch, key, inference):
     return jax.vmap(one)(batch["u"], batch["gaps"], batch["mask"], extra, keys)
 
 
-def _loss(model, batch, key, loss_fn):
-    outputs = _batched_outputs(model, batch, key, inference=False)
+def _mean_loss(outputs, batch, loss_fn):
     total, count = loss_fn(outputs, batch["y"], batch["weights"])
     return total / jnp.maximum(count, 1e-12)
 
 
-@eqx.filter_jit
-def train_step(model, opt_state, batch, learning_rates, key, optimizer, loss_fn):
-    """One optimiser step at `learning_rates` ({group: float32 scalar}),
+def _loss(model, batch, key, loss_fn):
+    return _mean_loss(_batched_outputs(model, batch, key, inference=False), batch, loss_fn)
+
+
+def _chunk_loss(model, batch, states, key, loss_fn):
+    """(loss of one chunk, the states its rows end in), the network
+    continuing from `states` with their gradient stopped: truncated
+    back-propagation through time (`_chunks`)."""
+    keys = None if key is None else jax.random.split(key, batch["u"].shape[0])
+    outputs, states = model.batch_run(
+        batch["u"], batch["gaps"], batch["mask"], batch.get("extra"), jax.lax.stop_gradient(states),
+        keys=keys, inference=False,
+    )
+    return _mean_loss(outputs, batch, loss_fn), states
+
+
+def _update(model, opt_state, grads, learning_rates, optimizer):
+    """The optimiser's step at `learning_rates` ({group: float32 scalar}),
     written into the optimiser state (`with_learning_rates`: inside the
-    compiled step it costs nothing); returns (model, opt_state, loss)."""
+    compiled step it costs nothing); returns (model, opt_state)."""
     opt_state = with_learning_rates(opt_state, learning_rates)
     params = eqx.filter(model, eqx.is_inexact_array)
-    loss, grads = eqx.filter_value_and_grad(_loss)(model, batch, key, loss_fn)
     # optax mixes its int32 step count with floats (Adam's bias correction):
     # its code is not ours to make strict, so it is traced with standard
     # promotion even when the tests make ours strict.
     with jax.numpy_dtype_promotion("standard"):
         updates, opt_state = optimizer.update(grads, opt_state, params)
-    return eqx.apply_updates(model, updates), opt_state, loss
+    return eqx.apply_updates(model, updates), opt_state
+
+
+@eqx.filter_jit
+def train_step(model, opt_state, batch, learning_rates, key, optimizer, loss_fn):
+    """One optimiser step at `learning_rates`; returns (model, opt_state, loss)."""
+    loss, grads = eqx.filter_value_and_grad(_loss)(model, batch, key, loss_fn)
+    return *_update(model, opt_state, grads, learning_rates, optimizer), loss
+
+
+@eqx.filter_jit
+def train_chunk_step(model, opt_state, batch, states, learning_rates, key, optimizer, loss_fn):
+    """`train_step` on one chunk of long series (`_chunks`), continuing from
+    `states` (per block (B, P)), with the gradient truncated there; returns
+    (model, opt_state, loss, the states the chunk ends in)."""
+    (loss, states), grads = eqx.filter_value_and_grad(_chunk_loss, has_aux=True)(model, batch, states, key, loss_fn)
+    return *_update(model, opt_state, grads, learning_rates, optimizer), loss, states
 
 
 @eqx.filter_jit
@@ -154,27 +184,46 @@ def _forward_only(data: Sequences | StreamedSequences) -> Sequences | StreamedSe
     return dataclasses.replace(data, cap_length=False)
 
 
-def evaluate(model, data: Sequences | StreamedSequences, batch_size: int, metric_fn) -> float:
-    """The weighted mean of `metric_fn` over every real element of `data`."""
+def evaluate(
+    model, data: Sequences | StreamedSequences, batch_size: int, metric_fn, chunk_length: int | None = None
+) -> float:
+    """The weighted mean of `metric_fn` over every real element of `data`
+    (per-step data with `chunk_length`: over chunks with carried states, `_chunks`)."""
     total, count = 0.0, 0.0
     rows = batch_rows(len(data), batch_size)
     data = _forward_only(data)
     model = placement_for(rows).replicate(model)
     for _, batch in iterate_batches(data, rows, shuffle=False):
-        s, c = evaluate_batch(model, batch, metric_fn)
-        total += float(s)
-        count += float(c)
+        if chunk_length is None or not data.per_step:
+            parts = [evaluate_batch(model, batch, metric_fn)]
+        else:
+            parts = [
+                _metric(metric_fn, outputs, chunk["y"], chunk["weights"])
+                for chunk, outputs in chunked_outputs(model, batch, rows, chunk_length)
+            ]
+        for s, c in parts:
+            total += float(s)
+            count += float(c)
     return total / count if count > 0 else math.nan
 
 
-def predict_outputs(model, data: Sequences | StreamedSequences, batch_size: int) -> list:
-    """Network outputs per series, in input order (numpy; per step: trimmed to L_i)."""
+def predict_outputs(
+    model, data: Sequences | StreamedSequences, batch_size: int, chunk_length: int | None = None
+) -> list:
+    """Network outputs per series, in input order (numpy; per step: trimmed
+    to L_i). Per-step data with `chunk_length` runs over chunks of that many
+    steps with the states carried (`_chunks`): the same outputs, memory set
+    by the chunk."""
     results: list = [None] * len(data)
     rows = batch_rows(len(data), batch_size)
     data = _forward_only(data)
     model = placement_for(rows).replicate(model)
     for indices, batch in iterate_batches(data, rows, shuffle=False):
-        outputs = gather_rows(predict_batch(model, batch))
+        if chunk_length is None or not data.per_step:
+            outputs = gather_rows(predict_batch(model, batch))
+        else:
+            parts = [gather_rows(o) for _, o in chunked_outputs(model, batch, rows, chunk_length)]
+            outputs = jax.tree.map(lambda *p: np.concatenate(p, axis=1), *parts)
         for row, i in enumerate(indices):
             item = jax.tree.map(lambda o: o[row], outputs)
             if data.per_step:
@@ -205,6 +254,7 @@ class TrainingConfig:
     observation_dropout: float = 0.0
     checkpoint_dir: str | os.PathLike | None = None
     checkpoint_every: int = 1
+    chunk_length: int | None = None
 
     def passes_per_epoch(self, n_batches: int) -> int:
         """Passes over the training data in one epoch: enough for
@@ -345,7 +395,12 @@ def train(
     release_compiled_programs()
     epochs = config.max_epochs if epochs is None else epochs
     rows = batch_rows(len(train_data), config.batch_size)
-    batches_per_pass = steps_per_epoch(train_data, rows)
+    chunk_length = config.chunk_length
+    check_chunking(state.model, train_data.per_step, chunk_length, streamed=not isinstance(train_data, Sequences))
+    if chunk_length is None:
+        batches_per_pass = steps_per_epoch(train_data, rows)
+    else:
+        batches_per_pass = chunk_steps_per_epoch(train_data, rows, chunk_length)
     passes = config.passes_per_epoch(batches_per_pass)
     n_steps = passes * batches_per_pass
     warmup_steps = config.warmup_epochs * n_steps
@@ -404,13 +459,21 @@ def train(
                 )
                 for _ in range(passes)
             )
-            for scale, (_, batch) in zip(scales, batches):
+            if chunk_length is not None:
+                batches = chunked(batches, rows, chunk_length)
+            for scale, (first, batch) in zip(scales, batches):
                 key, step_key = jax.random.split(key)
                 rates = {"regular": np.float32(config.learning_rate * scale), "ssm": np.float32(ssm_rate * scale)}
                 progress.before_step(batch)
-                (model, opt_state, loss), seconds = timed(
-                    train_step, model, opt_state, batch, rates, step_key, optimizer, loss_fn
-                )
+                if chunk_length is None:
+                    (model, opt_state, loss), seconds = timed(
+                        train_step, model, opt_state, batch, rates, step_key, optimizer, loss_fn
+                    )
+                else:
+                    states = zero_states(model, rows) if first else states
+                    (model, opt_state, loss, states), seconds = timed(
+                        train_chunk_step, model, opt_state, batch, states, rates, step_key, optimizer, loss_fn
+                    )
                 compile_time += seconds
                 progress.after_step()
                 step += 1
@@ -426,7 +489,7 @@ def train(
                 )
             record = {"epoch": epoch, "train_loss": train_loss, "train_seconds": steps_done - started - compile_time}
             if valid_data is not None and len(valid_data):
-                score, seconds = timed(evaluate, model, valid_data, config.batch_size, metric_fn)
+                score, seconds = timed(evaluate, model, valid_data, config.batch_size, metric_fn, chunk_length)
                 compile_time += seconds
                 record[f"valid_{metric_name}"] = score
             else:
