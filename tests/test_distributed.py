@@ -120,6 +120,43 @@ def test_two_processes_fit_as_one_with_observation_dropout(tmp_path):
     _fit_as_one(tmp_path, ["S5Classifier"])
 
 
+AGREE = SETUP + textwrap.dedent(
+    """
+    import sys
+    from s5ts import S5Regressor
+
+    out, folder = sys.argv[1], sys.argv[2]
+    small = dict(n_layers=1, d_model=8, state_size=4, max_epochs=2, batch_size=8, validation_fraction=0.25)
+    # random_state=None: process 0's seed on both (each would draw its own)
+    free = S5Regressor(random_state=None, **small).fit(X, y, times=times)
+    # checkpoints across processes: written once, restored by both
+    first = S5Regressor(random_state=None, checkpoint_dir=folder, **small).fit(X, y, times=times)
+    again = S5Regressor(random_state=None, checkpoint_dir=folder, **small).fit(X, y, times=times)
+    # other data on process 1: a ValueError on both, not a silent mixture
+    other = y + jax.process_index()
+    try:
+        S5Regressor(random_state=0, **small).fit(X, np.sin(other), times=times)
+        message = ""
+    except ValueError as error:
+        message = str(error)
+    np.savez(f"{out}.{jax.process_index()}.npz", free=parameters(free), first=first.predict(X, times=times),
+             again=again.predict(X, times=times), epochs=len(again.history_), message=message)
+    """
+)
+
+
+def test_two_processes_agree_on_seed_data_and_checkpoints(tmp_path):
+    result = _launch(tmp_path, AGREE, str(tmp_path / "out"), str(tmp_path / "checkpoints"))
+    assert result.returncode == 0, result.stderr[-4000:]
+    first, second = (np.load(tmp_path / f"out.{i}.npz") for i in range(2))
+    np.testing.assert_array_equal(first["free"], second["free"])
+    for out in (first, second):
+        np.testing.assert_array_equal(out["again"], out["first"])  # restored, not trained again
+        assert int(out["epochs"]) == 2
+        assert "process 1 was given other training data than process 0" in str(out["message"])
+    np.testing.assert_array_equal(first["first"], second["first"])
+
+
 DIES = textwrap.dedent(
     """
     import os, signal, sys, threading

@@ -42,9 +42,12 @@ from ..training import (
     TrainingConfig,
     TrainingResult,
     TrainingState,
+    agreed_seed,
     check_fingerprint,
+    check_same_data,
     data_digest,
     enable_compilation_cache,
+    is_distributed,
     is_primary,
     predict_outputs,
     saved_fingerprint,
@@ -504,6 +507,8 @@ class SequenceEstimator(BaseEstimator):
                 f"with one per {'step' if self.per_step_ else 'series'}"
             )
         given_valid = self._validation_sequences(validation_data, prep, target_state, per_step, fitted)
+        if is_distributed() and isinstance(data, Sequences):  # (streamed data is refused across processes)
+            check_same_data(data_digest(data, given_valid))
         config = self._config()
         fingerprint = None
         if config.checkpoint_dir is not None:
@@ -520,7 +525,7 @@ class SequenceEstimator(BaseEstimator):
             training_state = self._training_state_
         else:
             if fingerprint is None:
-                seed = check_random_state(self.random_state).randint(2**31 - 1)
+                seed = agreed_seed(check_random_state(self.random_state).randint(2**31 - 1))
             rng = np.random.default_rng(seed)
             spec = self._network_spec(n_inputs, per_step, target_state)
             training_state = config.initial_state(spec, jax.random.key(seed))
@@ -566,7 +571,7 @@ class SequenceEstimator(BaseEstimator):
         if saved is not None and not isinstance(self.random_state, Integral):
             seed = int(saved["seed"])
         else:
-            seed = int(check_random_state(self.random_state).randint(2**31 - 1))
+            seed = agreed_seed(check_random_state(self.random_state).randint(2**31 - 1))
         params = self.get_params(deep=False)
         fingerprint = {
             "class": type(self).__name__,

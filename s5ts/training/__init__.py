@@ -15,7 +15,7 @@ from ._cache import (
 )
 from ._checkpoint import Checkpoints, LoopState, check_fingerprint, data_digest, saved_fingerprint
 from ._devices import Placement, gather_rows, placement_for, to_default_device
-from ._distributed import is_distributed, is_primary
+from ._distributed import agreed_seed, check_same_data, is_distributed, is_primary
 from ._early_stopping import EarlyStopping
 from ._initial import NetworkSpec
 from ._loop import (
@@ -64,8 +64,10 @@ __all__ = [
     "TrainingResult",
     "TrainingState",
     "VARIANCE_FLOOR",
+    "agreed_seed",
     "batch_rows",
     "check_fingerprint",
+    "check_same_data",
     "compilation_cache_dir",
     "compile_seconds_so_far",
     "cross_entropy_loss",

@@ -33,6 +33,7 @@ import time
 from collections.abc import Sequence
 
 import jax
+import numpy as np
 
 #: The environment variables `initialize` reads (`JAX_COORDINATOR_ADDRESS`
 #: and `JAX_COORDINATOR_BIND_ADDRESS` are read by JAX itself too).
@@ -62,6 +63,39 @@ def is_primary() -> bool:
 def is_distributed() -> bool:
     """Whether the fit spans several processes (`jax.process_count() > 1`)."""
     return jax.process_count() > 1
+
+
+def agreed_seed(seed: int) -> int:
+    """`seed` as process 0 drew it, on every process (one broadcast; `seed`
+    itself in a single process). With `random_state=None` each process
+    draws its own seed, and their batch plans and initial networks would
+    silently differ."""
+    if not is_distributed():
+        return int(seed)
+    from jax.experimental import multihost_utils
+
+    return int(multihost_utils.broadcast_one_to_all(np.int32(seed)))
+
+
+def check_same_data(digest: str) -> None:
+    """Raise a ValueError on every process unless all of them hold the
+    training data of hex `digest` (`_checkpoint.data_digest`): each process
+    supplies its rows of batches drawn from its own copy, so copies that
+    differ would train on a mixture without any error. Nothing to check in
+    a single process."""
+    if not is_distributed():
+        return
+    from jax.experimental import multihost_utils
+
+    mine = np.frombuffer(bytes.fromhex(digest), np.uint8)
+    everyone = np.asarray(multihost_utils.process_allgather(mine))
+    differ = [p for p in range(len(everyone)) if not np.array_equal(everyone[p], everyone[0])]
+    if differ:
+        raise ValueError(
+            f"process {differ[0]} was given other training data than process 0: every process must call "
+            "fit with the same X, y, times, sample_weight and validation_data (each uses only its own "
+            "rows of every batch; docs/scaling.md)"
+        )
 
 
 def _int_setting(value, variable: str, default: int | None) -> int | None:
