@@ -677,6 +677,14 @@ class SequenceEstimator(BaseEstimator):
           evaluate after every epoch for early stopping and model selection,
           instead of a `validation_fraction` split of `X`.
 
+        A Parquet data set `X` (a path or a `pyarrow.dataset.Dataset`, read
+        with `id_col` / `time_col`) is streamed (docs/scaling.md, "Data
+        larger than memory"): `y` names a column of it (one target per
+        series when the same on every row of each series, else one per
+        observation: a per-step model) or is a pandas Series / DataFrame or
+        pyarrow Table keyed by id; `sample_weight` names a column (the same
+        on every row of a series) or is a pandas Series keyed by id.
+
         **Returns:** `self`.
 
         With `warm_start=True` a fitted estimator continues training (a new

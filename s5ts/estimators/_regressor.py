@@ -140,7 +140,8 @@ class RegressionTask:
         indexed by the series ids, or for per-step models by `(series,
         time)`. A Parquet data set (a path or a `pyarrow.dataset.Dataset`,
         read with `id_col` / `time_col`) is streamed, and the result is
-        always pandas, indexed by its ids in file order."""
+        always pandas, indexed by its ids in file order (for per-step
+        models by `(id, time)`)."""
         check_is_fitted(self, "model_")
         if return_std and self._fitted_loss != "gaussian_nll":
             raise ValueError("return_std=True needs a Gaussian head: fit with loss='gaussian_nll'")
