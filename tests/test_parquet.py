@@ -174,6 +174,9 @@ def test_streamed_classifier_with_validation(tmp_path):
     want = clf.predict_proba(df.drop(columns="y"), as_frame=True)
     pd.testing.assert_frame_equal(proba, want)
     assert clf.predict(path).tolist() == clf.predict(df.drop(columns="y")).tolist()
+    labels = df.groupby("id", sort=False)["y"].first()
+    assert clf.score(path, "y") == clf.score(df.drop(columns="y"), labels.to_numpy())
+    assert clf.score(path, labels.iloc[::-1]) == clf.score(df.drop(columns="y"), labels.to_numpy())
 
 
 def test_order_and_column_errors_name_the_series_or_column(tmp_path):
@@ -198,12 +201,12 @@ def test_order_and_column_errors_name_the_series_or_column(tmp_path):
     pq.write_table(pa.Table.from_pandas(backwards, preserve_index=False), tmp_path / "back.parquet")
     with pytest.raises(ValueError, match=r"series 's002'.*not sorted.*back\.parquet"):
         estimator.fit(str(tmp_path / "back.parquet"), "y")
-    # y not constant within a series
+    # labels not constant within a series (a regressor reads them as per-step targets)
     varying = df.copy()
     varying.loc[np.flatnonzero(varying.id == "s003")[1], "y"] = 99.0
     pq.write_table(pa.Table.from_pandas(varying, preserve_index=False), tmp_path / "vary.parquet")
     with pytest.raises(ValueError, match=r"column 'y'.*series 's003'"):
-        estimator.fit(str(tmp_path / "vary.parquet"), "y")
+        S5Classifier(max_epochs=1, **SMALL).fit(str(tmp_path / "vary.parquet"), "y")
     good = str(tmp_path / "good.parquet")
     pq.write_table(pa.Table.from_pandas(df, preserve_index=False), good)
     with pytest.raises(ValueError, match=r"time_col 'when' is not a column of .*good\.parquet"):
@@ -238,3 +241,77 @@ def test_streamed_fit_checkpoints_and_resumes(tmp_path):
     other = df.assign(a=np.cos(df["a"]))  # (a shift alone would be scaled away: the same training)
     with pytest.raises(ValueError, match="data"):
         S5Regressor(**params).fit(write(other, tmp_path / "other"), "y")
+
+
+def test_streamed_per_step_fit_predict_score_equal_in_memory(tmp_path):
+    """A y column that varies within a series is one target per observation:
+    the streamed per-step fit is the in-memory fit of the long frame with a
+    (series, time) MultiIndex y (all series in one batch, as above), with
+    the target scaling learned from streamed moments; predict and score
+    from Parquet are those in memory."""
+    df = long_frame()
+    df["y"] = 2.0 * df["a"] + 0.1 * df["time"]
+    path = write(df, tmp_path)
+    X, y = df.drop(columns="y"), df.set_index(["id", "time"])["y"]
+    streamed = S5Regressor(max_epochs=3, **SMALL).fit(path, "y")
+    memory = S5Regressor(max_epochs=3, **SMALL).fit(X, y)
+    assert streamed.per_step_ and memory.per_step_
+    np.testing.assert_allclose(streamed._target_scaling.mean, memory._target_scaling.mean, rtol=1e-12)
+    np.testing.assert_allclose(streamed._target_scaling.std, memory._target_scaling.std, rtol=1e-12)
+    assert [r["train_loss"] for r in streamed.history_] == pytest.approx(
+        [r["train_loss"] for r in memory.history_], rel=1e-4
+    )
+    from_parquet = streamed.predict(path)
+    pd.testing.assert_series_equal(from_parquet, streamed.predict(X, as_frame=True))
+    np.testing.assert_allclose(from_parquet.to_numpy(), memory.predict(X, as_frame=True).to_numpy(), rtol=1e-3, atol=1e-3)
+    assert streamed.score(path, "y") == pytest.approx(streamed.score(X, y), rel=1e-12)
+    with pytest.raises(ValueError, match="column of X"):
+        streamed.score(path, per_series_y(df))
+
+
+def test_streamed_sample_weight_and_score_equal_in_memory(tmp_path):
+    """`sample_weight` as a column of X or a Series keyed by id: the same
+    weights, weighted statistics and fit as in memory; `score` too."""
+    df = long_frame()
+    ids = df["id"].unique()
+    w = pd.Series(np.arange(len(ids)) % 4 * 0.5, index=ids)  # zeros included
+    df["w"] = df["id"].map(w)
+    path = write(df, tmp_path / "data")
+    X, y = df.drop(columns=["y", "w"]), per_series_y(df)
+    params = dict(max_epochs=2, standardize="global", **SMALL)
+    streamed = S5Regressor(**params).fit(path, "y", sample_weight="w")
+    memory = S5Regressor(**params).fit(X, y, sample_weight=w.to_numpy())
+    assert streamed.feature_names_in_.tolist() == ["a", "b"]  # w is not a feature
+    np.testing.assert_allclose(streamed.preprocessing_.feature_mean, memory.preprocessing_.feature_mean, rtol=1e-12)
+    np.testing.assert_allclose(streamed.preprocessing_.feature_std, memory.preprocessing_.feature_std, rtol=1e-12)
+    np.testing.assert_allclose(streamed._target_scaling.mean, memory._target_scaling.mean, rtol=1e-12)
+    assert [r["train_loss"] for r in streamed.history_] == pytest.approx(
+        [r["train_loss"] for r in memory.history_], rel=1e-4
+    )
+    # a Series keyed by id, in another order: the same weights in the batches
+    for given in ("w", w.iloc[::-1]):
+        _, _, _, data, _ = _streaming.training_data(streamed, path, "y", fitted=False, sample_weight=given)
+        positions, chunk = next(data.chunks(None))
+        np.testing.assert_array_equal(chunk.weights, w.to_numpy()[positions].astype(np.float32))
+    # score: a column or a Series keyed by id, weighted or not, as in memory
+    want = streamed.score(X, y)
+    assert streamed.score(path, "y") == pytest.approx(want, rel=1e-12)
+    assert streamed.score(path, pd.Series(y, index=ids).iloc[::-1]) == pytest.approx(want, rel=1e-12)
+    weighted = streamed.score(X, y, sample_weight=w.to_numpy())
+    assert weighted != pytest.approx(want)
+    assert streamed.score(path, "y", sample_weight="w") == pytest.approx(weighted, rel=1e-12)
+    # errors name the series and the column
+    varying = df.copy()
+    varying.loc[np.flatnonzero(varying.id == "s005")[1], "w"] = 7.0
+    bad = write(varying, tmp_path / "vary")
+    with pytest.raises(ValueError, match=r"column 'w'.*series 's005'"):
+        S5Regressor(**params).fit(bad, "y", sample_weight="w")
+    negative = write(df.assign(w=np.where(df.id == "s002", -1.0, df.w)), tmp_path / "negative")
+    with pytest.raises(ValueError, match=r"sample_weight for series 's002'"):
+        S5Regressor(**params).fit(negative, "y", sample_weight="w")
+    with pytest.raises(ValueError, match="zero weight"):
+        S5Regressor(**params).fit(write(df.assign(w=0.0), tmp_path / "zero"), "y", sample_weight="w")
+    with pytest.raises(ValueError, match=r"sample_weight has no entry for series \['s000'\]"):
+        S5Regressor(**params).fit(path, "y", sample_weight=w.iloc[1:])
+    with pytest.raises(TypeError, match="sample_weight"):
+        S5Regressor(**params).fit(path, "y", sample_weight=w.to_numpy())

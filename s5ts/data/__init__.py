@@ -22,6 +22,7 @@ from ._parquet import ParquetSeries as ParquetSeries
 from ._parquet import is_parquet_source as is_parquet_source
 from ._parquet import open_parquet as open_parquet
 from ._targets import Targets as Targets
+from ._targets import order_by_ids as order_by_ids
 from ._targets import to_targets as to_targets
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "is_parquet_source",
     "make_batches",
     "open_parquet",
+    "order_by_ids",
     "pad_batch",
     "panel_to_frames",
     "plan_buckets",

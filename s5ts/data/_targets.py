@@ -144,8 +144,13 @@ def _name_ids(ids, limit=10):
     return f"{ids[:limit]!r}{more}"
 
 
-def _order_by_ids(labels, panel: RaggedPanel, what="y") -> np.ndarray:
-    """Positions in `labels` of each panel id; errors name missing/extra ids."""
+def order_by_ids(labels, panel: RaggedPanel, what="y") -> np.ndarray:
+    """Positions in `labels` (a sequence of ids) of each id of `panel`, (n,)
+    int64: `values[order_by_ids(labels, panel)]` puts values keyed by
+    `labels` in the panel's order.
+
+    **Raises:** `ValueError` naming `what` and the duplicated, missing or
+    extra ids."""
     labels = pd.Index(labels)
     if not labels.is_unique:
         dup = labels[labels.duplicated()][0]
@@ -178,11 +183,11 @@ def _sequence_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
             # (series, time) rows: one value per series, repeated on its rows.
             codes, keys = pd.factorize(y.index.get_level_values(0))
             vals = one_per_series(vals, codes, list(keys))
-            vals = vals[_order_by_ids(keys, panel)]
+            vals = vals[order_by_ids(keys, panel)]
         elif _per_row(y, panel):
             vals = panel.rows_to_series(vals)
         elif panel.ids_are_labels:
-            vals = vals[_order_by_ids(y.index, panel)]
+            vals = vals[order_by_ids(y.index, panel)]
     else:
         vals = np.asarray(y)
         if _per_row(vals, panel):
@@ -246,7 +251,7 @@ def _per_step_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
         columns = _columns_of(y)
         groups = {key: g.droplevel(0) for key, g in y.groupby(level=0, sort=False)}
         keys = list(groups)
-        items = [groups[keys[p]] for p in _order_by_ids(keys, panel)]
+        items = [groups[keys[p]] for p in order_by_ids(keys, panel)]
         out = []
         for i, (sid, item) in enumerate(zip(panel.ids, items)):
             if not item.index.is_monotonic_increasing:
@@ -264,7 +269,7 @@ def _per_step_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
     if isinstance(y, pd.Series) and not isinstance(y.index, pd.MultiIndex):
         items = list(y)
         if panel.ids_are_labels:
-            items = [items[p] for p in _order_by_ids(y.index, panel)]
+            items = [items[p] for p in order_by_ids(y.index, panel)]
     elif _is_list_of_series(y):
         items = list(y)
     else:

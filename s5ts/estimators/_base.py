@@ -319,6 +319,17 @@ class SequenceEstimator(BaseEstimator):
     def _target_state(self):
         raise NotImplementedError
 
+    #: Whether the task takes per-step targets (one per observation).
+    _per_step_targets: bool = True
+
+    def _target_state_from_moments(self, counts, means, stds, weights=None):
+        """The target state of 1-D per-step targets learned from each
+        series' number of steps, mean and standard deviation of its targets
+        (three arrays (n, 1)), each series weighted by `weights` (n,): what
+        `_encode_targets` learns from all of them, for targets streamed
+        from a Parquet column (`_streaming`)."""
+        raise NotImplementedError
+
     def _n_outputs(self, target_state) -> int:
         raise NotImplementedError
 
@@ -482,10 +493,10 @@ class SequenceEstimator(BaseEstimator):
                     f"{self._architecture_[name]!r}; fit with warm_start=False for a new network"
                 )
         if is_parquet_source(X):  # streamed: `_streaming`
-            if times is not None or sample_weight is not None:
-                raise ValueError("with a Parquet X, times= and sample_weight= are not supported (times come from time_col)")
+            if times is not None:
+                raise ValueError("with a Parquet X, times= is not supported (times come from time_col)")
             prep, per_step, target_state, data, n_inputs = _streaming.training_data(
-                self, X, y, fitted=fitted, classes=classes
+                self, X, y, fitted=fitted, classes=classes, sample_weight=sample_weight
             )
         else:
             panel = self._panel(X, times, fitted=fitted)
@@ -666,6 +677,14 @@ class SequenceEstimator(BaseEstimator):
           evaluate after every epoch for early stopping and model selection,
           instead of a `validation_fraction` split of `X`.
 
+        A Parquet data set `X` (a path or a `pyarrow.dataset.Dataset`, read
+        with `id_col` / `time_col`) is streamed (docs/scaling.md, "Data
+        larger than memory"): `y` names a column of it (one target per
+        series when the same on every row of each series, else one per
+        observation: a per-step model) or is a pandas Series / DataFrame or
+        pyarrow Table keyed by id; `sample_weight` names a column (the same
+        on every row of a series) or is a pandas Series keyed by id.
+
         **Returns:** `self`.
 
         With `warm_start=True` a fitted estimator continues training (a new
@@ -726,13 +745,7 @@ class SequenceEstimator(BaseEstimator):
         if is_parquet_source(X):
             if times is not None:
                 raise ValueError("with a Parquet X, times= is not supported (times come from time_col)")
-            panel, outputs = _streaming.predict(self, X)
-            for sid, output in zip(panel.ids, outputs):
-                if not all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(output)):
-                    raise ValueError(
-                        f"series {sid!r}: the model's prediction is not finite; the network overflowed "
-                        "on this input (features or gaps far outside those seen in fit?)"
-                    )
+            panel, outputs, _ = _streaming.predict(self, X)
             return panel, outputs
         panel = self._panel(X, times, fitted=True)
         return panel, self._predict_panel(panel)

@@ -13,6 +13,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..data import is_parquet_source, to_targets
+from . import _streaming
 from ._base import S5Estimator, with_shared_parameters
 from ..training import cross_entropy_loss
 
@@ -46,6 +47,8 @@ class S5Classifier(ClassifierMixin, S5Estimator):
         self.class_weight = class_weight
 
     _parameter_constraints = {**S5Estimator._parameter_constraints, "class_weight": [StrOptions({"balanced"}), dict, None]}
+
+    _per_step_targets = False
 
     def _task_weights(self, targets, classes):
         if self.class_weight is None:
@@ -149,13 +152,22 @@ class S5Classifier(ClassifierMixin, S5Estimator):
         return self.classes_[np.argmax(_probabilities(logits), axis=1)]
 
     def score(self, X, y, sample_weight=None, *, times=None):
-        """Accuracy; `y` is aligned with X as in `fit`."""
+        """Accuracy; `y` is aligned with X as in `fit`. A Parquet data set
+        X is streamed, as in `fit`: `y` (and `sample_weight`) name its
+        columns or are pandas Series indexed by id."""
         check_is_fitted(self, "model_")
-        panel = self._panel(X, times, fitted=True)
-        truth = np.asarray(to_targets(y, panel, numeric=False, kind="sequence").values)
+        if is_parquet_source(X):
+            if times is not None:
+                raise ValueError("with a Parquet X, times= is not supported (times come from time_col)")
+            _, logits, truth, sample_weight = _streaming.scored(self, X, y, sample_weight, numeric=False)
+        else:
+            panel = self._panel(X, times, fitted=True)
+            truth = to_targets(y, panel, numeric=False, kind="sequence").values
+            logits = self._predict_panel(panel)
+        truth = np.asarray(truth)
         if truth.ndim == 2 and truth.shape[1] == 1:
             truth = truth[:, 0]
-        return accuracy_score(truth, self._labels(self._predict_panel(panel)), sample_weight=sample_weight)
+        return accuracy_score(truth, self._labels(logits), sample_weight=sample_weight)
 
 
 def _probabilities(logits) -> np.ndarray:

@@ -15,8 +15,9 @@ from ..data import is_parquet_source, to_targets
 from ..nn import GaussianHead
 from sklearn.utils._param_validation import StrOptions
 
+from . import _streaming
 from ._base import S5Estimator, with_shared_parameters
-from ._scaling import weighted_mean_std
+from ._scaling import pooled_from_moments, weighted_mean_std
 from ..training import SquaredErrorInUnits, gaussian_nll_loss, mse_loss
 
 REGRESSION_LOSSES = {"mse": mse_loss, "gaussian_nll": gaussian_nll_loss}
@@ -28,6 +29,12 @@ class TargetScaling:
     std: np.ndarray
     is_1d: bool
     columns: tuple | None = None  # y's column names, for pandas output
+
+
+def _target_scaling(mean, std, is_1d, columns) -> TargetScaling:
+    """Targets scaled by their (weighted) mean and standard deviation (k,);
+    a constant target by 1."""
+    return TargetScaling(mean, np.where(std > 0, std, 1.0), is_1d, columns)
 
 
 class RegressionTask:
@@ -61,8 +68,7 @@ class RegressionTask:
             stacked = np.asarray(targets.values, np.float64).reshape(panel.n_series, -1)
         if state is None:
             rows = None if weights is None else (np.repeat(weights, [len(v) for v in items]) if per_step else weights)
-            mean, std = weighted_mean_std(stacked, rows)
-            scaling = TargetScaling(mean, np.where(std > 0, std, 1.0), targets.is_1d, targets.columns)
+            scaling = _target_scaling(*weighted_mean_std(stacked, rows), targets.is_1d, targets.columns)
         else:
             scaling = state
             if stacked.shape[1] != len(scaling.mean):
@@ -79,6 +85,14 @@ class RegressionTask:
         else:
             encoded = scale(stacked)
         return encoded, per_step, scaling
+
+    def _target_state_from_moments(self, counts, means, stds, weights=None):
+        """The scaling `_encode_targets` learns from 1-D per-step targets,
+        from each series' number of steps, mean and standard deviation of
+        its targets (three arrays (n, 1); `pooled_from_moments`), each
+        series weighted by `weights` (n,): for targets streamed from a
+        Parquet column, which are never all in memory."""
+        return _target_scaling(*pooled_from_moments(counts, means, stds, weights), True, None)
 
     def _set_target_state(self, scaling):
         self._target_scaling = scaling
@@ -126,7 +140,8 @@ class RegressionTask:
         indexed by the series ids, or for per-step models by `(series,
         time)`. A Parquet data set (a path or a `pyarrow.dataset.Dataset`,
         read with `id_col` / `time_col`) is streamed, and the result is
-        always pandas, indexed by its ids in file order."""
+        always pandas, indexed by its ids in file order (for per-step
+        models by `(id, time)`)."""
         check_is_fitted(self, "model_")
         if return_std and self._fitted_loss != "gaussian_nll":
             raise ValueError("return_std=True needs a Gaussian head: fit with loss='gaussian_nll'")
@@ -159,20 +174,31 @@ class RegressionTask:
         if s.is_1d:
             means = [m[..., 0] for m in means]
             stds = [None if d is None else d[..., 0] for d in stds]
+        if not stds or stds[0] is None:
+            stds = None  # (a per-step model without a Gaussian head too: a list of None was no std)
         if not self.per_step_:
             means = np.stack(means)
-            stds = None if stds[0] is None else np.stack(stds)
+            stds = None if stds is None else np.stack(stds)
         return means, stds
 
     def score(self, X, y, sample_weight=None, *, times=None):
         """R² of the predictions. `y` is aligned with X as in `fit`; for
         per-step models R² is over all observations (a series' weight in
-        `sample_weight` applies to each of its steps)."""
+        `sample_weight` applies to each of its steps). A Parquet data set X
+        is streamed, as in `fit`: `y` (and `sample_weight`) name its
+        columns or are pandas Series indexed by id (one per series); a
+        per-step model reads its targets from a column."""
         check_is_fitted(self, "model_")
-        panel = self._panel(X, times, fitted=True)
-        kind = "per_step" if self.per_step_ else "sequence"
-        truth = to_targets(y, panel, numeric=True, kind=kind).values
-        prediction, _ = self._unscaled(self._predict_panel(panel))
+        if is_parquet_source(X):
+            if times is not None:
+                raise ValueError("with a Parquet X, times= is not supported (times come from time_col)")
+            panel, outputs, truth, sample_weight = _streaming.scored(self, X, y, sample_weight, numeric=True)
+        else:
+            panel = self._panel(X, times, fitted=True)
+            kind = "per_step" if self.per_step_ else "sequence"
+            truth = to_targets(y, panel, numeric=True, kind=kind).values
+            outputs = self._predict_panel(panel)
+        prediction, _ = self._unscaled(outputs)
         if self.per_step_:
             if sample_weight is not None:
                 sample_weight = np.repeat(np.asarray(sample_weight, np.float64), panel.lengths)

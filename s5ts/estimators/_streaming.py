@@ -8,10 +8,17 @@ of each feature per series (from which the pooled statistics of `"global"`
 scaling and the reference of `"series"` scaling follow exactly, up to
 rounding: `pooled_from_moments`, `reference_from_moments`), whether any
 value is missing, the median gap (`MedianGap`: exact up to 2²² gaps, then a
-log-histogram within 3.4·10⁻⁴), and each series' target. Then training
-epochs stream the files again (`StreamedSequences`). Memory: one record
-batch and one chunk of series, the padded batches' buffers (`rows` series
-per length bucket), and O(n_series × n_features) small per-series numbers.
+log-histogram within 3.4·10⁻⁴), each series' target and weight (from
+`sample_weight`'s column), and, for a target column that varies within a
+series (one target per observation: a per-step model), each series' count,
+mean and standard deviation of its targets, from which the target scaling
+follows as in memory. Then training epochs stream the files again
+(`StreamedSequences`; per-step targets are read along with the features).
+Memory: one record batch and one chunk of series, the padded batches'
+buffers (`rows` series per length bucket), and O(n_series × n_features)
+small per-series numbers. `predict` and `score` hold what they return: one
+output (and for `score` one target) per series, or per observation of a
+per-step model.
 """
 
 from __future__ import annotations
@@ -19,19 +26,24 @@ from __future__ import annotations
 import dataclasses
 import os
 
+import jax
 import numpy as np
 import pandas as pd
 
-from ..data import MedianGap, ParquetSeries, RaggedPanel, open_parquet
+from ..data import MedianGap, ParquetSeries, RaggedPanel, open_parquet, order_by_ids, to_targets
 from ..training import StreamedSequences, predict_outputs
-from ._scaling import pooled_from_moments
+from ._scaling import pooled_from_moments, series_moments
 
 
-def open_source(estimator, X, y=None, features=None) -> tuple[ParquetSeries, str | None]:
+def open_source(
+    estimator, X, y=None, features=None, sample_weight=None
+) -> tuple[ParquetSeries, str | None, str | None]:
     """`X` opened with the estimator's `id_col` / `time_col` (and the
-    `features` columns alone, if given), and the name of `y`'s column in it
-    (None when `y` is given apart)."""
+    `features` columns alone, if given), the name of `y`'s column in it
+    (None when `y` is given apart) and that of `sample_weight`'s (None
+    when it is given apart, or not at all): neither is read as a feature."""
     column = y if isinstance(y, str) else None
+    weight_column = sample_weight if isinstance(sample_weight, str) else None
     if estimator.id_col is None:
         where = os.fspath(X) if isinstance(X, (str, os.PathLike)) else type(X).__name__
         raise ValueError(
@@ -42,23 +54,30 @@ def open_source(estimator, X, y=None, features=None) -> tuple[ParquetSeries, str
         X,
         id_col=estimator.id_col,
         time_col=estimator.time_col,
-        exclude=() if column is None else (column,),
+        exclude=tuple(c for c in (column, weight_column) if c is not None),
         features=features,
     )
-    return source, column
+    return source, column, weight_column
 
 
-def ids_panel(ids, like: RaggedPanel) -> RaggedPanel:
-    """A panel of the series `ids` without their data (each of length 0),
-    with `like`'s columns, kind of time and names: what targets are aligned
-    with (`to_targets`) and predictions indexed by (`series_index`)."""
-    values, times = np.zeros((0, like.n_features)), np.zeros(0)
-    values.setflags(write=False)
-    times.setflags(write=False)
-    n = len(ids)
+def ids_panel(ids, like: RaggedPanel, times=None) -> RaggedPanel:
+    """A panel of the series `ids` without feature data (no columns), with
+    `like`'s kind of time and names, and `times` (a sequence of (L_i,)
+    arrays; default: each series of length 0): what targets are aligned
+    with (`to_targets`) and predictions indexed by (`series_index`, and
+    `step_index` with `times`)."""
+    if times is None:
+        times = (np.zeros(0),) * len(ids)
+    values = tuple(np.zeros((len(t), 0)) for t in times)
     return dataclasses.replace(
-        like, ids=tuple(ids), values=(values,) * n, times=(times,) * n, ids_are_labels=True, row_series=None
+        like, ids=tuple(ids), values=values, times=tuple(times), columns=(), ids_are_labels=True, row_series=None
     )
+
+
+def _series_rows(values: np.ndarray, panel: RaggedPanel) -> list:
+    """Per-row `values` of a chunk (`SeriesChunk.extra`) cut into one
+    (L_i,) array per series of its `panel`."""
+    return np.split(np.asarray(values), np.cumsum(panel.lengths)[:-1])
 
 
 @dataclasses.dataclass
@@ -71,12 +90,18 @@ class _Statistics:
     means: list = dataclasses.field(default_factory=list)
     stds: list = dataclasses.field(default_factory=list)
     targets: list = dataclasses.field(default_factory=list)
+    target_means: list = dataclasses.field(default_factory=list)
+    target_stds: list = dataclasses.field(default_factory=list)
+    weights: list = dataclasses.field(default_factory=list)
+    # The error of the first series whose target column varies (None: the
+    # column is constant within every series).
+    varying: ValueError | None = None
     offsets: dict = dataclasses.field(default_factory=dict)
     first: RaggedPanel | None = None
     missing: bool = False
     gaps: MedianGap = dataclasses.field(default_factory=MedianGap)
 
-    def add(self, chunk, column) -> None:
+    def add(self, chunk, column, weight_column, per_step: bool) -> None:
         panel = chunk.panel
         if chunk.first == 0:
             self.offsets[chunk.fragment] = len(self.ids)
@@ -99,14 +124,28 @@ class _Statistics:
         for t in panel.times:
             self.gaps.add(np.diff(t))
         if column is not None:
-            self.targets.append(panel.rows_to_series(chunk.extra[column], f"column {column!r}"))
+            values = chunk.extra[column]
+            try:
+                self.targets.append(panel.rows_to_series(values, f"column {column!r}"))
+            except ValueError as error:  # one target per observation, or an error
+                self.targets.append(np.asarray(values)[starts])
+                self.varying = error if self.varying is None else self.varying
+            if per_step:  # checked as in memory (finite, numeric), then each series' moments
+                steps = to_targets(_series_rows(values, panel), panel, numeric=True, kind="per_step").values
+                target_mean, target_std = series_moments(steps)
+                self.target_means.append(target_mean)
+                self.target_stds.append(target_std)
+        if weight_column is not None:
+            self.weights.append(panel.rows_to_series(chunk.extra[weight_column], f"column {weight_column!r}"))
 
 
-def statistics_pass(source: ParquetSeries, column) -> _Statistics:
-    """One pass over `source` in file order (`_Statistics`)."""
+def statistics_pass(source: ParquetSeries, column, weight_column=None, per_step: bool = False) -> _Statistics:
+    """One pass over `source` in file order (`_Statistics`); `per_step`:
+    also each series' moments of the targets in `column`."""
     stats = _Statistics()
-    for chunk in source.read(extra=() if column is None else (column,)):
-        stats.add(chunk, column)
+    extra = tuple(c for c in (column, weight_column) if c is not None)
+    for chunk in source.read(extra=extra):
+        stats.add(chunk, column, weight_column, per_step)
     if stats.first is None:
         raise ValueError(f"{source.where} holds no rows")
     return stats
@@ -116,6 +155,11 @@ def _targets_by_id(y, source: ParquetSeries):
     """`y` given apart from X: a pandas Series / DataFrame indexed by id, or
     a pyarrow Table with the id column and the target column(s)."""
     if isinstance(y, (pd.Series, pd.DataFrame)):
+        if isinstance(y.index, pd.MultiIndex):
+            raise ValueError(
+                "with a Parquet X, per-step targets (one per observation) are a column of X: pass its "
+                "name as y; a y given apart from X has one target per series, indexed by id"
+            )
         return y
     if type(y).__module__.startswith("pyarrow") and hasattr(y, "to_pandas") and hasattr(y, "column_names"):
         if source.id_col not in y.column_names:
@@ -128,21 +172,56 @@ def _targets_by_id(y, source: ParquetSeries):
     )
 
 
-def training_data(estimator, X, y, *, fitted: bool, classes=None):
+def _weights_by_id(sample_weight, ids: RaggedPanel, from_column: list):
+    """`sample_weight` for a Parquet X as one value per series of `ids`, in
+    their order (unchecked): None; the name of a column of X (its values,
+    `from_column`, read in the statistics pass); or a pandas Series indexed
+    by id."""
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, str):
+        return np.concatenate(from_column)
+    if isinstance(sample_weight, pd.Series) and not isinstance(sample_weight.index, pd.MultiIndex):
+        return sample_weight.to_numpy()[order_by_ids(sample_weight.index, ids, "sample_weight")]
+    raise TypeError(
+        "with a Parquet X, sample_weight is the name of a column of X (the same on every row of a "
+        f"series) or a pandas Series indexed by id; got {type(sample_weight).__name__}"
+    )
+
+
+def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=None):
     """(prep, per_step, target state, `StreamedSequences`, n_inputs) for a
-    fit on the Parquet data set `X` with targets `y` (one per series)."""
+    fit on the Parquet data set `X` with targets `y` and `sample_weight`.
+
+    `y` names a column of X: one target per series when it is the same on
+    every row of each series, else one per observation (a per-step model;
+    a fitted model keeps its own kind); or y is given apart from X, one
+    target per series (`_targets_by_id`). `sample_weight`: see
+    `_weights_by_id`, checked by the estimator's `_check_sample_weight`."""
     from ._base import finish_preprocessing
 
-    source, column = open_source(estimator, X, y)
-    stats = statistics_pass(source, column)
+    source, column, weight_column = open_source(estimator, X, y, sample_weight=sample_weight)
+    may_step = column is not None and (estimator.per_step_ if fitted else estimator._per_step_targets)
+    stats = statistics_pass(source, column, weight_column, per_step=may_step)
     ids = ids_panel(stats.ids, stats.first)
-    y_all = np.concatenate(stats.targets) if column is not None else _targets_by_id(y, source)
-    targets, per_step, target_state = estimator._encode_targets(
-        y_all, ids, state=estimator._target_state() if fitted else None, classes=classes
-    )
+    sample_weight = estimator._check_sample_weight(_weights_by_id(sample_weight, ids, stats.weights), ids)
+    per_step = may_step and (fitted or stats.varying is not None)
+    if stats.varying is not None and not per_step:
+        raise stats.varying
     if per_step:
-        raise ValueError("with a Parquet X, y must have one target per series (per-step targets are not supported yet)")
-    weights = estimator._weights(None, ids, targets, target_state)
+        targets = None
+        if fitted:
+            target_state = estimator._target_state()
+        else:
+            counts = np.concatenate(stats.lengths)[:, None].astype(np.float64)
+            means, stds = np.concatenate(stats.target_means), np.concatenate(stats.target_stds)
+            target_state = estimator._target_state_from_moments(counts, means, stds, sample_weight)
+    else:
+        y_all = np.concatenate(stats.targets) if column is not None else _targets_by_id(y, source)
+        targets, _, target_state = estimator._encode_targets(
+            y_all, ids, state=estimator._target_state() if fitted else None, classes=classes, weights=sample_weight
+        )
+    weights = estimator._weights(sample_weight, ids, targets, target_state)
     lengths = np.concatenate(stats.lengths)
     if fitted:
         prep = estimator.preprocessing_
@@ -166,39 +245,102 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None):
 
     def chunks(rng):
         order = None if rng is None else rng.permutation(len(source.fragments))
-        for chunk in source.read(order=order):
+        for chunk in source.read(order=order, extra=(column,) if per_step else ()):
             panel = estimator._check_fitted_inputs(chunk.panel, X) if fitted else chunk.panel
             positions = offsets[chunk.fragment] + chunk.first + np.arange(panel.n_series)
+            if per_step:
+                rows = _series_rows(chunk.extra[column], panel)
+                chunk_targets, _, _ = estimator._encode_targets(rows, panel, state=target_state)
+            else:
+                chunk_targets = targets[positions]
             data = estimator._sequences(
-                panel, prep, targets[positions], False, None if weights is None else weights[positions],
+                panel, prep, chunk_targets, per_step, None if weights is None else weights[positions],
                 encoder=estimator.encoder,
             )
             yield positions, data
 
     elapsed = estimator._sequences(stats.first, prep, encoder=estimator.encoder).elapsed
-    data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=False, elapsed=elapsed)
+    data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=per_step, elapsed=elapsed)
     return prep, per_step, target_state, data, n_inputs
 
 
-def predict(estimator, X) -> tuple[RaggedPanel, list]:
-    """(a panel of X's ids, without data; the network's outputs per series,
-    in X's order) for the fitted `estimator` and the Parquet data set `X`:
-    a cheap pass over the id column for the lengths, then one over the data
-    (`predict_outputs` over a `StreamedSequences`, batched as in memory)."""
-    source, _ = open_source(estimator, X, features=estimator.preprocessing_.columns)
+def predict(estimator, X, *, column=None, weight_column=None, read=None) -> tuple[RaggedPanel, list, list]:
+    """(a panel of X's ids, without data, with their times for a per-step
+    model; the network's outputs per series, in X's order, per step trimmed
+    to (L_i, ...); `read(chunk)` of every chunk read, in order) for the
+    fitted `estimator` and the Parquet data set `X`: a cheap pass over the
+    id column for the lengths, then one over the data (`predict_outputs`
+    over a `StreamedSequences`, batched as in memory), with the target
+    `column` and `weight_column` (names, or None) read along. A non-finite
+    output raises a `ValueError` naming the series."""
+    prep = estimator.preprocessing_
+    source, _, _ = open_source(estimator, X, column, features=prep.columns, sample_weight=weight_column)
+    columns = tuple(c for c in (column, weight_column) if c is not None)
     ids, lengths, fragment = source.series_lengths()
     offsets = np.concatenate([[0], np.cumsum(np.bincount(fragment, minlength=len(source.fragments)))])
-    prep = estimator.preprocessing_
-    first = []
+    first, times, results = [], [], []
 
     def chunks(rng):
-        for chunk in source.read():
+        for chunk in source.read(extra=columns):
             panel = estimator._check_fitted_inputs(chunk.panel, X)
             if not first:
                 first.append(panel.subset([0]))
+            if estimator.per_step_:
+                times.extend(panel.times)
+            if read is not None:
+                results.append(read(dataclasses.replace(chunk, panel=panel)))
             positions = offsets[chunk.fragment] + chunk.first + np.arange(panel.n_series)
             yield positions, estimator._sequences(panel, prep)
 
-    data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=estimator.per_step_, cap_length=False)
+    # per_step=False: outputs padded to the batch's length, trimmed below
+    # (`predict_outputs` trims per-step outputs by `Sequences.gaps`, which a
+    # `StreamedSequences` does not hold); the outputs are those of a per-step
+    # model all the same: its network has no pooling.
+    data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=False, cap_length=False)
     outputs = predict_outputs(estimator.model_, data, estimator.batch_size)
-    return ids_panel(ids, first[0]), outputs
+    if estimator.per_step_:
+        outputs = [jax.tree.map(lambda o, n=int(n): o[:n], item) for item, n in zip(outputs, lengths)]
+    for sid, output in zip(ids, outputs):
+        if not all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(output)):
+            raise ValueError(
+                f"series {sid!r}: the model's prediction is not finite; the network overflowed "
+                "on this input (features or gaps far outside those seen in fit?)"
+            )
+    return ids_panel(ids, first[0], times if estimator.per_step_ else None), outputs, results
+
+
+def scored(estimator, X, y, sample_weight=None, *, numeric: bool):
+    """(a panel of X's ids, the network's outputs, the true targets, the
+    series' weights or None) for the `score` of a fitted `estimator` on the
+    Parquet data set `X`, streamed: `y` names a column of X (checked and
+    aligned per chunk by `to_targets`, as in memory: one per series, or one
+    per observation for a per-step model) or is given apart, one per series
+    (`_targets_by_id`); `sample_weight` as in `fit` (`_weights_by_id`).
+    The targets are a (n,) / (n, k) array, or per step a tuple of (L_i,)
+    arrays, as `to_targets` gives them in memory."""
+    kind = "per_step" if estimator.per_step_ else "sequence"
+    column = y if isinstance(y, str) else None
+    weight_column = sample_weight if isinstance(sample_weight, str) else None
+    if column is None and estimator.per_step_:
+        raise ValueError("a per-step model scores a Parquet X against a column of X: pass its name as y")
+
+    def read(chunk):
+        truth = weight = None
+        if column is not None:
+            rows = chunk.extra[column]
+            given = _series_rows(rows, chunk.panel) if estimator.per_step_ else rows
+            truth = to_targets(given, chunk.panel, numeric=numeric, kind=kind).values
+        if weight_column is not None:
+            weight = chunk.panel.rows_to_series(chunk.extra[weight_column], f"column {weight_column!r}")
+        return truth, weight
+
+    panel, outputs, parts = predict(estimator, X, column=column, weight_column=weight_column, read=read)
+    if column is None:
+        source, _, _ = open_source(estimator, X, features=estimator.preprocessing_.columns)
+        truth = to_targets(_targets_by_id(y, source), panel, numeric=numeric, kind=kind).values
+    elif estimator.per_step_:
+        truth = tuple(item for part, _ in parts for item in part)
+    else:
+        truth = np.concatenate([part for part, _ in parts])
+    weights = _weights_by_id(sample_weight, panel, [weight for _, weight in parts])
+    return panel, outputs, truth, weights
