@@ -315,3 +315,17 @@ def test_streamed_sample_weight_and_score_equal_in_memory(tmp_path):
         S5Regressor(**params).fit(path, "y", sample_weight=w.iloc[1:])
     with pytest.raises(TypeError, match="sample_weight"):
         S5Regressor(**params).fit(path, "y", sample_weight=w.to_numpy())
+
+
+def test_chunked_model_predicts_from_parquet_as_in_memory(tmp_path):
+    """A per-step model fitted in memory with `chunk_length` predicts a
+    Parquet data set over the same chunks, states carried: the in-memory
+    predictions."""
+    df = long_frame()
+    df["y"] = np.sin(df["a"])
+    path = write(df.drop(columns="y"), tmp_path)
+    model = S5Regressor(max_epochs=1, chunk_length=8, **SMALL).fit(
+        df.drop(columns="y"), df.set_index(["id", "time"])["y"]
+    )
+    assert model._prediction_chunk_length() == 8
+    pd.testing.assert_series_equal(model.predict(path), model.predict(df.drop(columns="y"), as_frame=True))

@@ -292,14 +292,8 @@ def predict(estimator, X, *, column=None, weight_column=None, read=None) -> tupl
             positions = offsets[chunk.fragment] + chunk.first + np.arange(panel.n_series)
             yield positions, estimator._sequences(panel, prep)
 
-    # per_step=False: outputs padded to the batch's length, trimmed below
-    # (`predict_outputs` trims per-step outputs by `Sequences.gaps`, which a
-    # `StreamedSequences` does not hold); the outputs are those of a per-step
-    # model all the same: its network has no pooling.
-    data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=False, cap_length=False)
-    outputs = predict_outputs(estimator.model_, data, estimator.batch_size)
-    if estimator.per_step_:
-        outputs = [jax.tree.map(lambda o, n=int(n): o[:n], item) for item, n in zip(outputs, lengths)]
+    data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=estimator.per_step_, cap_length=False)
+    outputs = predict_outputs(estimator.model_, data, estimator.batch_size, estimator._prediction_chunk_length())
     for sid, output in zip(ids, outputs):
         if not all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(output)):
             raise ValueError(

@@ -217,6 +217,7 @@ def predict_outputs(
     results: list = [None] * len(data)
     rows = batch_rows(len(data), batch_size)
     data = _forward_only(data)
+    lengths = data.lengths
     model = placement_for(rows).replicate(model)
     for indices, batch in iterate_batches(data, rows, shuffle=False):
         if chunk_length is None or not data.per_step:
@@ -227,7 +228,7 @@ def predict_outputs(
         for row, i in enumerate(indices):
             item = jax.tree.map(lambda o: o[row], outputs)
             if data.per_step:
-                n = len(data.gaps[i])
+                n = int(lengths[i])
                 item = jax.tree.map(lambda o: o[:n], item)
             results[i] = item
     return results
