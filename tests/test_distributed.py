@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from s5ts.distributed import initialize, is_distributed, is_primary, launch_local, process_environment
-from s5ts.training import Sequences, iterate_batches, padded_batch, placement_for, thin_observations
+from s5ts.training import Sequences, iterate_batches, padded_batch, placement_for, saved_fingerprint, thin_observations
 from s5ts.training._distributed import COORDINATOR, NUM_PROCESSES, PROCESS_ID
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -186,6 +186,53 @@ def test_a_dead_process_fails_the_other(tmp_path, dead):
     assert result.returncode != 0
     assert "Terminating process because the JAX distributed service detected fatal errors" in result.stderr
     assert result.stderr.count("Terminating process") == 1, result.stderr[-4000:]
+
+
+RESUME = SETUP + textwrap.dedent(
+    """
+    import os, signal, sys, threading, time
+    from s5ts import S5Regressor
+
+    out, folder, kill = sys.argv[1], sys.argv[2], sys.argv[3] == "kill"
+    if kill and jax.process_index() == 1:
+        def watch():  # killed once the directory holds epoch 2's checkpoint
+            while not os.path.isdir(os.path.join(folder, "2")):
+                time.sleep(0.05)
+            os.kill(os.getpid(), signal.SIGKILL)
+        threading.Thread(target=watch, daemon=True).start()
+    from s5ts.training import _loop
+    steps, step = [0], _loop.train_step
+
+    def counted(*args):  # optimiser steps this run takes
+        steps[0] += 1
+        return step(*args)
+
+    _loop.train_step = counted
+    est = S5Regressor(n_layers=1, d_model=8, state_size=4, max_epochs=6, batch_size=8, validation_fraction=0.25,
+                      random_state=0, checkpoint_dir=folder).fit(X, y, times=times)
+    np.savez(f"{out}.{jax.process_index()}.npz", parameters=parameters(est), epochs=len(est.history_),
+             steps=steps[0])
+    """
+)
+
+
+@pytest.mark.slow
+def test_two_processes_resume_a_killed_fit(tmp_path):
+    """Process 1 is SIGKILLed after the checkpoint of epoch 2; the job fails
+    (heartbeats), and the same two-process job started again continues from
+    the directory to the model of an uninterrupted two-process fit."""
+    killed = _launch(tmp_path, RESUME, str(tmp_path / "x"), str(tmp_path / "ck"), "kill", timeout=240)
+    assert killed.returncode != 0
+    resumed = _launch(tmp_path, RESUME, str(tmp_path / "resumed"), str(tmp_path / "ck"), "run")
+    assert resumed.returncode == 0, resumed.stderr[-4000:]
+    assert saved_fingerprint(str(tmp_path / "ck")) is not None
+    whole = _launch(tmp_path, RESUME, str(tmp_path / "whole"), str(tmp_path / "ck2"), "run")  # uninterrupted
+    assert whole.returncode == 0, whole.stderr[-4000:]
+    for i in range(2):
+        a, b = np.load(tmp_path / f"resumed.{i}.npz"), np.load(tmp_path / f"whole.{i}.npz")
+        assert int(a["epochs"]) == int(b["epochs"]) == 6
+        assert 0 < int(a["steps"]) <= 4 / 6 * int(b["steps"])  # epochs 3-6 only: resumed, not redone
+        np.testing.assert_array_equal(a["parameters"], b["parameters"])
 
 
 # ----- in this process: one process, nothing distributed -----
