@@ -129,7 +129,7 @@ def test_streamed_batches_cover_every_series_once_in_as_many_steps():
     assert sorted(seen) == list(range(len(lengths)))
     assert shapes == {b["u"].shape for _, b in iterate_batches(data, 8, shuffle=False)}
     # the validation split holds out the same series as in memory
-    train, valid = streamed.split(0.25, np.random.default_rng(3))
+    train, valid = split_validation(streamed, 0.25, np.random.default_rng(3))
     want_train, want_valid = split_validation(data, 0.25, np.random.default_rng(3))
     np.testing.assert_array_equal(train.lengths, want_train.lengths)
     np.testing.assert_array_equal(valid.lengths, want_valid.lengths)

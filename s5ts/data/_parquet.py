@@ -140,18 +140,24 @@ class ParquetSeries:
             if pending is not None and len(pending):
                 yield self._chunk(pending, extra, np.array([0]), seen, name, int(index), first)
 
+    def _claim(self, sid, seen: set, name: str) -> None:
+        """Add the id of a series that begins in `name` to `seen`; a missing
+        id, or one seen before (the rows of a series are not contiguous, or
+        span two files), raises a ValueError naming it and the file."""
+        if pd.isna(sid):
+            raise ValueError(f"{name}: series id missing (NaN/None) in column {self.id_col!r}")
+        if sid in seen:
+            raise ValueError(
+                f"series {sid!r} appears again in {name} after other series began: each "
+                f"series' rows must be contiguous and in one file (write the data sorted by "
+                f"{self.id_col!r}, then by time)"
+            )
+        seen.add(sid)
+
     def _chunk(self, frame, extra, starts, seen, name, index, first) -> SeriesChunk:
         ids = frame[self.id_col].to_numpy()
         for sid in ids[starts]:
-            if pd.isna(sid):
-                raise ValueError(f"{name}: series id missing (NaN/None) in column {self.id_col!r}")
-            if sid in seen:
-                raise ValueError(
-                    f"series {sid!r} appears again in {name} after other series began: each "
-                    f"series' rows must be contiguous and in one file (write the data sorted by "
-                    f"{self.id_col!r}, then by time)"
-                )
-            seen.add(sid)
+            self._claim(sid, seen, name)
         try:
             panel = to_panel(frame.drop(columns=list(extra)), id_col=self.id_col, time_col=self.time_col)
         except (ValueError, TypeError) as error:
@@ -178,13 +184,7 @@ class ParquetSeries:
                     lengths[-1] += int(counts[0])
                     runs, counts = runs[1:], counts[1:]
                 for sid, count in zip(runs, counts):
-                    if sid in seen:
-                        raise ValueError(
-                            f"series {sid!r} appears again in {name} after other series began: each "
-                            f"series' rows must be contiguous and in one file (write the data sorted by "
-                            f"{self.id_col!r}, then by time)"
-                        )
-                    seen.add(sid)
+                    self._claim(sid, seen, name)
                     ids.append(sid)
                     lengths.append(int(count))
                     where.append(index)

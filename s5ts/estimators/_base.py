@@ -22,7 +22,16 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import LAYOUTS, RaggedPanel, is_parquet_source, check_columns, gaps_from_times, time_scale_from, to_panel
+from ..data import (
+    LAYOUTS,
+    RaggedPanel,
+    check_columns,
+    gaps_from_times,
+    is_parquet_source,
+    time_scale_from,
+    to_panel,
+    to_targets,
+)
 from ..nn import (
     ACTIVATIONS,
     DISCRETISATIONS,
@@ -273,6 +282,12 @@ _ARCHITECTURE = (
 )
 
 
+def _no_times(times) -> None:
+    """A Parquet X carries its times (`time_col`): `times=` beside it is an error."""
+    if times is not None:
+        raise ValueError("with a Parquet X, times= is not supported (times come from time_col)")
+
+
 class SequenceEstimator(BaseEstimator):
     """What every s5ts estimator of ragged series shares: the inputs and
     their preprocessing, the fit transaction over the shared training loop
@@ -493,8 +508,7 @@ class SequenceEstimator(BaseEstimator):
                     f"{self._architecture_[name]!r}; fit with warm_start=False for a new network"
                 )
         if is_parquet_source(X):  # streamed: `_streaming`
-            if times is not None:
-                raise ValueError("with a Parquet X, times= is not supported (times come from time_col)")
+            _no_times(times)
             prep, per_step, target_state, data, n_inputs = _streaming.training_data(
                 self, X, y, fitted=fitted, classes=classes, sample_weight=sample_weight
             )
@@ -630,8 +644,6 @@ class SequenceEstimator(BaseEstimator):
     def _split(self, data: Sequences | StreamedSequences, rng, partial):
         if partial:
             return data, None
-        if isinstance(data, StreamedSequences):
-            return data.split(self.validation_fraction, rng)
         return split_validation(data, self.validation_fraction, rng)
 
     def _commit(self, prep, per_step, target_state, result: TrainingResult, rng, n_inputs):
@@ -738,13 +750,25 @@ class SequenceEstimator(BaseEstimator):
         """What can make the prediction of series `i` (from `step`) non-finite."""
         return "the network overflowed on this input (features or gaps far outside those seen in fit?)"
 
+    def _scored(self, X, y, sample_weight, times, *, numeric: bool):
+        """(panel, the network's outputs, the true targets, sample_weight)
+        for `score`: `y` aligned with `X` as in `fit` (a Parquet data set
+        streamed, `_streaming.scored`)."""
+        check_is_fitted(self, "model_")
+        if is_parquet_source(X):
+            _no_times(times)
+            return _streaming.scored(self, X, y, sample_weight, numeric=numeric)
+        panel = self._panel(X, times, fitted=True)
+        kind = "per_step" if self.per_step_ else "sequence"
+        truth = to_targets(y, panel, numeric=numeric, kind=kind).values
+        return panel, self._predict_panel(panel), truth, sample_weight
+
     def _predict_outputs(self, X, times):
         """(panel, the network's outputs per series) for `X`; for a Parquet
         data set, streamed, with a panel of its ids alone (no data)."""
         check_is_fitted(self, "model_")
         if is_parquet_source(X):
-            if times is not None:
-                raise ValueError("with a Parquet X, times= is not supported (times come from time_col)")
+            _no_times(times)
             panel, outputs, _ = _streaming.predict(self, X)
             return panel, outputs
         panel = self._panel(X, times, fitted=True)

@@ -13,7 +13,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..data import is_parquet_source, to_targets
-from . import _streaming
 from ._base import S5Estimator, with_shared_parameters
 from ..training import cross_entropy_loss
 
@@ -155,15 +154,7 @@ class S5Classifier(ClassifierMixin, S5Estimator):
         """Accuracy; `y` is aligned with X as in `fit`. A Parquet data set
         X is streamed, as in `fit`: `y` (and `sample_weight`) name its
         columns or are pandas Series indexed by id."""
-        check_is_fitted(self, "model_")
-        if is_parquet_source(X):
-            if times is not None:
-                raise ValueError("with a Parquet X, times= is not supported (times come from time_col)")
-            _, logits, truth, sample_weight = _streaming.scored(self, X, y, sample_weight, numeric=False)
-        else:
-            panel = self._panel(X, times, fitted=True)
-            truth = to_targets(y, panel, numeric=False, kind="sequence").values
-            logits = self._predict_panel(panel)
+        _, logits, truth, sample_weight = self._scored(X, y, sample_weight, times, numeric=False)
         truth = np.asarray(truth)
         if truth.ndim == 2 and truth.shape[1] == 1:
             truth = truth[:, 0]

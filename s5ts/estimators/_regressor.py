@@ -15,7 +15,6 @@ from ..data import is_parquet_source, to_targets
 from ..nn import GaussianHead
 from sklearn.utils._param_validation import StrOptions
 
-from . import _streaming
 from ._base import S5Estimator, with_shared_parameters
 from ._scaling import pooled_from_moments, weighted_mean_std
 from ..training import SquaredErrorInUnits, gaussian_nll_loss, mse_loss
@@ -188,16 +187,7 @@ class RegressionTask:
         is streamed, as in `fit`: `y` (and `sample_weight`) name its
         columns or are pandas Series indexed by id (one per series); a
         per-step model reads its targets from a column."""
-        check_is_fitted(self, "model_")
-        if is_parquet_source(X):
-            if times is not None:
-                raise ValueError("with a Parquet X, times= is not supported (times come from time_col)")
-            panel, outputs, truth, sample_weight = _streaming.scored(self, X, y, sample_weight, numeric=True)
-        else:
-            panel = self._panel(X, times, fitted=True)
-            kind = "per_step" if self.per_step_ else "sequence"
-            truth = to_targets(y, panel, numeric=True, kind=kind).values
-            outputs = self._predict_panel(panel)
+        panel, outputs, truth, sample_weight = self._scored(X, y, sample_weight, times, numeric=True)
         prediction, _ = self._unscaled(outputs)
         if self.per_step_:
             if sample_weight is not None:

@@ -77,9 +77,10 @@ class Sequences:
         )
 
 
-def split_validation(data: Sequences, fraction: float, rng: np.random.Generator):
+def split_validation(data: Sequences | StreamedSequences, fraction: float, rng: np.random.Generator):
     """(train, valid) with `floor(fraction * n)` random series held out, or
-    (data, None) when that leaves either side empty."""
+    (data, None) when that leaves either side empty (streamed data: the
+    same series as the same data in memory, by `subset`)."""
     n = len(data)
     n_valid = int(math.floor(fraction * n))
     if n_valid < 1 or n - n_valid < 1:

@@ -71,16 +71,6 @@ class StreamedSequences:
 
         return dataclasses.replace(self, lengths=self.lengths[keep], chunks=picked)
 
-    def split(self, fraction: float, rng: np.random.Generator):
-        """(train, valid) as `split_validation` draws them for the same data
-        in memory (the same series held out for the same `rng`)."""
-        n = len(self)
-        n_valid = int(math.floor(fraction * n))
-        if n_valid < 1 or n - n_valid < 1:
-            return self, None
-        order = rng.permutation(n)
-        return self.subset(np.sort(order[n_valid:])), self.subset(np.sort(order[:n_valid]))
-
     def iterate_batches(
         self,
         rows: int,
