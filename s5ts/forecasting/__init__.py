@@ -4,9 +4,23 @@ step inputs, calendar features and multi-horizon network."""
 
 from ._calendar import Cycle, calendar_features, choose_cycles
 from ._calibration import CALIBRATED_COVERAGES, LeadCalibration, calibration_factor, lead_calibration
-from ._forecaster import PARAMETERS, VALIDATION_QUERIES, Forecaster, SeriesState, split_series
+from ._forecaster import PARAMETERS, Forecaster, SeriesState, split_series
 from ._network import MultiHorizonNetwork, advance, forecast, query_nll, states_after_each_step
-from ._steps import PRIOR_CHANGES, SeriesScale, StepLayout, draw_queries, last_values, local_spreads, observation_steps, query_examples, query_steps, spread
+from ._steps import (
+    PRIOR_CHANGES,
+    SeriesScale,
+    StepCarry,
+    StepLayout,
+    draw_queries,
+    last_values,
+    local_spreads,
+    observation_steps,
+    query_examples,
+    query_steps,
+    spread,
+    step_carry,
+)
+from ._windows import VALIDATION_QUERIES, WindowPlan
 
 __all__ = [
     "CALIBRATED_COVERAGES",
@@ -18,8 +32,10 @@ __all__ = [
     "PARAMETERS",
     "SeriesScale",
     "SeriesState",
+    "StepCarry",
     "StepLayout",
     "VALIDATION_QUERIES",
+    "WindowPlan",
     "advance",
     "calendar_features",
     "calibration_factor",
@@ -36,4 +52,5 @@ __all__ = [
     "spread",
     "split_series",
     "states_after_each_step",
+    "step_carry",
 ]

@@ -34,8 +34,12 @@ class Cycle:
     order: int
 
 
-def choose_cycles(times: list[np.ndarray], time_kind: str, calendar="auto") -> tuple[Cycle, ...]:
-    """The cycles for series at `times` (seconds; one array per series).
+def choose_cycles(
+    times: list[np.ndarray] | None, time_kind: str, calendar="auto", *, extent: tuple[float, float] | None = None
+) -> tuple[Cycle, ...]:
+    """The cycles for series at `times` (seconds; one array per series), or
+    of the `extent` `(span, resolution)` they were summarised by (times
+    None; see `cycles_for`).
 
     `calendar`: `"auto"` (Prophet's rules, datetime times only), `None` (no
     calendar features) or a sequence of cycle names (`"yearly"`,
@@ -50,12 +54,20 @@ def choose_cycles(times: list[np.ndarray], time_kind: str, calendar="auto") -> t
         if unknown:
             raise ValueError(f"unknown calendar cycles {unknown}; choose from {sorted(ORDERS)}")
         return tuple(Cycle(name, PERIODS[name], ORDERS[name]) for name in ORDERS if name in calendar)
+    if extent is not None:
+        return cycles_for(*extent)
     nonempty = [t for t in times if len(t)]
     if not nonempty:
         return ()
     span = max(t[-1] for t in nonempty) - min(t[0] for t in nonempty)
     diffs = [np.diff(t) for t in nonempty if len(t) > 1]
     resolution = float(np.median(np.concatenate(diffs))) if diffs else np.inf
+    return cycles_for(span, resolution)
+
+
+def cycles_for(span: float, resolution: float) -> tuple[Cycle, ...]:
+    """Prophet's rules (`choose_cycles` with `"auto"`) for datetime series
+    spanning `span` seconds in all, with a median gap of `resolution`."""
     chosen = []
     if span >= 2 * YEAR:
         chosen.append("yearly")

@@ -17,15 +17,14 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import time_scale_from, to_panel
+from ..data import is_parquet_source, time_scale_from, to_panel
 from ..estimators import S5_CONSTRAINTS, TRAINING_CONSTRAINTS, SharedParameters
 from ..nn import IdentityEncoder, SequenceNetwork, make_blocks
 from ..training import (
     NetworkSpec,
-    Sequences,
     TrainingConfig,
     enable_compilation_cache,
-    predict_outputs,
+    predicted_batches,
     train,
 )
 from ._calendar import ORDERS, choose_cycles
@@ -37,7 +36,8 @@ from ._network import (
     query_nll,
     states_after_each_step,
 )
-from ._steps import SeriesScale, StepLayout, draw_queries, last_values, observation_steps, query_examples, query_steps
+from ._steps import SeriesScale, StepCarry, StepLayout, last_values, observation_steps, query_steps, step_carry
+from ._windows import WindowPlan, as_sequences, copies_for, held_out_start
 
 #: The `S5Estimator` parameters the forecaster takes, with defaults for one
 #: or a few series (see docs/forecasting.md for how they were chosen).
@@ -56,26 +56,31 @@ PARAMETERS = SharedParameters(
     min_epoch_steps=None,  # its own MIN_BATCHES_PER_EPOCH repeats the windows of small data sets
 )
 
-#: Leads drawn per origin of the held-out tail (at least `n_queries`): its
-#: errors calibrate the intervals and choose the epoch, and cost one forward
-#: pass an epoch, so more are cheap (docs/forecasting.md, "Defaults").
-VALIDATION_QUERIES = 16
-
-#: Fewest batches per training epoch: the windows of few or short series
-#: are repeated, each copy with fresh draws of its queries, up to this many.
-MIN_BATCHES_PER_EPOCH = 4
-
-
 @dataclasses.dataclass(frozen=True)
 class SeriesState:
     """One series as the forecaster knows it: observation times, values in
-    original units, standardised exogenous features, its `SeriesScale`, and the network state after its last observation."""
+    original units, standardised exogenous features, its `SeriesScale`, and
+    the network state after its last observation.
+
+    `carry` None: the whole history is kept. A `StepCarry` (a fit from
+    Parquet): only where the series stands after its last observation —
+    `times` (1,) that observation's time, `y` (1, d) each column's last
+    observed value, `x` (1, e) — so forecasts and updates go forward from
+    it, and memory stays per series, not per observation."""
 
     times: np.ndarray  # (L,)
     y: np.ndarray  # (L, d), NaN = not observed
     x: np.ndarray | None  # (L, e)
     scale: SeriesScale
     state: tuple  # per block, complex (P,)
+    carry: StepCarry | None = None
+
+    @classmethod
+    def at_end(cls, layout: StepLayout, times, y, x, scale: SeriesScale, state, after: StepCarry | None = None):
+        """The record that keeps only the end of observations `y` at `times`
+        (continuing `after`) with the network `state` after them."""
+        carry = step_carry(times, y, scale.spread, layout.memory, after)
+        return cls(times[-1:], carry.level[None], None if x is None else x[-1:], scale, state, carry)
 
 
 class Forecaster(BaseEstimator):
@@ -106,7 +111,18 @@ class Forecaster(BaseEstimator):
     `n_queries` — leads drawn per origin of the training windows (the
     held-out tail draws `max(n_queries, VALIDATION_QUERIES)`); `window_length` — training
     windows of at most this many observations (long series give many);
-    then the architecture and training parameters of `s5ts.S5Regressor`.
+    `id_col`, `time_col` — the columns that name the series and their times
+    when `y` is a Parquet data set; then the architecture and training
+    parameters of `s5ts.S5Regressor`.
+
+    **Data larger than memory:** `y` a long-format Parquet data set (a path
+    or a `pyarrow.dataset.Dataset`, one row per observation, read with
+    `id_col` and `time_col`, in the order `s5ts.data.open_parquet` needs)
+    and `X` a list of its columns that are exogenous features (the other
+    columns are forecast). The data are streamed (`_streaming`): memory is
+    set by a batch, and `series_` keeps each series' state after its last
+    observation, not its history, so forecasts and `update` go forward from
+    there (docs/scaling.md).
 
     **Fitted attributes:** `network_` (a `MultiHorizonNetwork`), `history_` (per-epoch records),
     `time_scale_`, `horizon_`, `cycles_`, `calibration_` (a
@@ -129,27 +145,47 @@ class Forecaster(BaseEstimator):
         "calendar": [StrOptions({"auto"}), list, tuple, None],
         "n_queries": [Interval(Integral, 1, None, closed="left")],
         "window_length": [Interval(Integral, 2, None, closed="left")],
+        "id_col": TRAINING_CONSTRAINTS["id_col"],
+        "time_col": TRAINING_CONSTRAINTS["time_col"],
     }
 
     @PARAMETERS
-    def __init__(self, *, horizon=None, calendar="auto", n_queries=4, window_length=256, **shared):
+    def __init__(
+        self, *, horizon=None, calendar="auto", n_queries=4, window_length=256, id_col=None, time_col=None, **shared
+    ):
         self.horizon = horizon
         self.calendar = calendar
         self.n_queries = n_queries
         self.window_length = window_length
+        self.id_col = id_col
+        self.time_col = time_col
         PARAMETERS.assign(self, shared)
 
     # ------------------------------------------------------------------
     # fit
 
     def fit(self, y, X=None, *, horizon=None) -> "Forecaster":
-        """Train on `y` (and `X`); `horizon` overrides the parameter."""
+        """Train on `y` (and `X`); `horizon` overrides the parameter. `y`
+        may be a Parquet data set (see the class docstring)."""
         self._validate_params()
         if self.calendar not in (None, "auto"):
             unknown = sorted(set(self.calendar) - set(ORDERS))
             if unknown:
                 raise ValueError(f"calendar: unknown cycles {unknown}; choose from {sorted(ORDERS)}")
         enable_compilation_cache()
+        if is_parquet_source(y):
+            from ._streaming import parquet_fit
+
+            fitted = parquet_fit(self, y, X, horizon)
+        else:
+            fitted = self._frames_fit(y, X, horizon)
+        # Everything is computed: only now is the fitted state replaced.
+        for name, value in fitted.items():
+            setattr(self, name, value)
+        return self
+
+    def _frames_fit(self, y, X, horizon) -> dict:
+        """The fitted attributes from `y` and `X` in memory."""
         series = split_series(_as_frame(y, "y"))
         panel = _to_panel(series, "y")
         meta = {
@@ -161,30 +197,53 @@ class Forecaster(BaseEstimator):
         times = [np.asarray(t, np.float64) for t in panel.times]
         values = [np.asarray(v, np.float64) for v in panel.values]
         for (sid, frame), v in zip(series, values):
-            empty = np.isnan(v).all(axis=0)
-            if empty.any():
-                raise ValueError(
-                    f"{_where(sid)}column {frame.columns[np.flatnonzero(empty)[0]]!r} of y has no observed value"
-                )
-        exog = None
+            check_observed(sid, v, frame.columns)
+        exog = x_mean = x_std = None
         if X is not None:
             x_by_id = dict(split_series(_as_frame(X, "X")))
             raw = [_x_rows(sid, x_by_id, frame.index, meta["x_columns"]) for sid, frame in series]
             stacked = np.concatenate(raw)
-            std = np.nanstd(stacked, axis=0)
-            x_mean, x_std = np.nanmean(stacked, axis=0), np.where(std > 0, std, 1.0)
+            x_mean, x_std = exog_scaling(np.nanmean(stacked, axis=0), np.nanstd(stacked, axis=0))
             exog = [np.nan_to_num((r - x_mean) / x_std, nan=0.0) for r in raw]
         time_scale = float(time_scale_from(panel))
         cycles = choose_cycles(times, panel.time_kind, self.calendar)
-        d = values[0].shape[1]
-        scales, default_scale = _scales(values)
-        lead = self._horizon_seconds(horizon, times, panel.time_kind, time_scale)
-        n_exog = 0 if exog is None else exog[0].shape[1]
-        layout = StepLayout(d, cycles, n_exog, time_scale, float(self.first_gap), memory=lead)
-
+        owns = [SeriesScale.of(v, SeriesScale.unknown(v.shape[1])) for v in values]
+        default_scale = pooled_scale(owns)
+        scales = [own.filled(default_scale) for own in owns]
+        spans = np.array([t[-1] - t[0] for t in times])
+        lead = self._horizon_seconds(horizon, spans, panel.time_kind, time_scale)
+        layout = StepLayout(values[0].shape[1], cycles, 0 if exog is None else exog[0].shape[1], time_scale, float(self.first_gap), memory=lead)
+        stops = [held_out_start(t, self.validation_fraction) for t in times]
         seed = check_random_state(self.random_state).randint(2**31 - 1)
+        plan = self._window_plan(lead, stops, seed)
+        train_parts, valid_parts = [], []
+        for i, t in enumerate(times):
+            windows, held_out = plan.examples(layout, t, values[i], None if exog is None else exog[i], scales[i], stops[i], i)
+            train_parts += windows
+            if held_out is not None:
+                valid_parts.append(held_out)
+        if not train_parts:
+            raise ValueError(TOO_SHORT)
+        valid_data = as_sequences(valid_parts) if valid_parts else None
+        model, history = self._train(layout, as_sequences(train_parts), valid_data, seed)
+        calibration = held_out_calibration(model, valid_data, self.batch_size)
+        init = model.network.init_state()
+        states = {}
+        for i, (sid, _) in enumerate(series):
+            xi = None if exog is None else exog[i]
+            u, gaps, _ = observation_steps(layout, times[i], values[i], xi, scales[i])
+            states[sid] = SeriesState(times[i], values[i], xi, scales[i], advance(model.network, init, u, gaps))
+        return self._fitted(model, history, layout, lead, calibration, states, meta, default_scale, x_mean, x_std)
+
+    def _window_plan(self, lead: float, stops, seed: int) -> WindowPlan:
+        return WindowPlan(
+            int(self.window_length), int(self.n_queries), lead, copies_for(stops, int(self.window_length), self.batch_size), seed
+        )
+
+    def _train(self, layout: StepLayout, train_data, valid_data, seed: int):
+        """(the trained `MultiHorizonNetwork`, the history) from examples
+        (`Sequences` or `StreamedSequences`)."""
         rng = np.random.default_rng(seed)
-        train_data, valid_data = self._examples(layout, times, values, exog, scales, lead, rng)
         config = TrainingConfig.from_estimator(self)
         result = train(
             config.initial_state(NetworkSpec.of(self, layout.n_inputs, layout.d), jax.random.key(seed)),
@@ -197,34 +256,30 @@ class Forecaster(BaseEstimator):
             key=jax.random.key(int(rng.integers(2**31 - 1))),
             metric_name="nll",
         )
-        model = result.model
-        calibration = _calibration(model, valid_data, self.batch_size) if valid_data is not None else LeadCalibration()
-        init = model.network.init_state()
-        states = {}
-        for i, (sid, _) in enumerate(series):
-            u, gaps, _ = observation_steps(layout, times[i], values[i], None if exog is None else exog[i], scales[i])
-            xi = None if exog is None else exog[i]
-            states[sid] = SeriesState(times[i], values[i], xi, scales[i], advance(model.network, init, u, gaps))
-        # Everything is computed: only now is the fitted state replaced.
-        self.network_ = model
-        self.history_ = list(result.state.history)
-        self.time_scale_ = time_scale
-        self.horizon_ = lead
-        self.cycles_ = cycles
-        self.calibration_ = calibration
-        self.series_ = states
-        self._layout = layout
-        self._meta = meta
-        self._default_scale = default_scale
-        if exog is not None:
-            self._x_mean, self._x_std = x_mean, x_std
-        return self
+        return result.model, list(result.state.history)
 
-    def _horizon_seconds(self, horizon, times, time_kind, time_scale) -> float:
+    @staticmethod
+    def _fitted(model, history, layout, lead, calibration, states, meta, default_scale, x_mean, x_std) -> dict:
+        return {
+            "network_": model,
+            "history_": history,
+            "time_scale_": layout.time_scale,
+            "horizon_": lead,
+            "cycles_": layout.cycles,
+            "calibration_": calibration,
+            "series_": states,
+            "_layout": layout,
+            "_meta": meta,
+            "_default_scale": default_scale,
+            "_x_mean": x_mean,
+            "_x_std": x_std,
+        }
+
+    def _horizon_seconds(self, horizon, spans, time_kind, time_scale) -> float:
         value = self.horizon if horizon is None else horizon
         if value is None:
-            spans = [t[-1] - t[0] for t in times if len(t) > 1]
-            span = float(np.median(spans)) if spans else 0.0
+            spans = spans[spans > 0]
+            span = float(np.median(spans)) if len(spans) else 0.0
             return span / 4 if span > 0 else 10.0 * time_scale
         if isinstance(value, pd.Timedelta) or isinstance(value, np.timedelta64):
             if time_kind == "numeric":
@@ -235,41 +290,6 @@ class Forecaster(BaseEstimator):
         if not (isinstance(value, Real) and math.isfinite(value) and value > 0):
             raise ValueError(f"horizon must be positive, got {value!r}")
         return float(value)
-
-    def _examples(self, layout, times, values, exog, scales, lead, rng):
-        """Training windows with their queries, and the held-out tail of
-        each series (origins before it, queries inside it)."""
-        W, K = int(self.window_length), int(self.n_queries)
-        train_parts, valid_parts = [], []
-        stops = []
-        for t in times:
-            span = t[-1] - t[0]
-            stop = int(np.searchsorted(t, t[-1] - self.validation_fraction * span, side="right"))
-            stops.append(stop if 2 <= stop < len(t) and self.validation_fraction > 0 else len(t))
-        windows = sum(len(_window_starts(s, W)) for s in stops)
-        copies = max(1, math.ceil(MIN_BATCHES_PER_EPOCH * self.batch_size / windows))
-        for i, t in enumerate(times):
-            x = None if exog is None else exog[i]
-            u, gaps, spreads = observation_steps(layout, t, values[i], x, scales[i])
-            stop = stops[i]
-            for _ in range(copies):
-                queries = draw_queries(t, lead, K, rng, stop=stop)
-                steps, targets = query_examples(layout, t, values[i], x, spreads, queries)
-                for a in _window_starts(stop, W):
-                    window = slice(a, min(a + W, stop))
-                    if np.isfinite(targets[window]).any():
-                        train_parts.append((u[window], gaps[window], steps[window], targets[window]))
-            if stop < len(t):
-                queries = draw_queries(t, lead, max(K, VALIDATION_QUERIES), np.random.default_rng(i), first=stop)
-                steps, targets = query_examples(layout, t, values[i], x, spreads, queries)
-                window = slice(max(stop - W, 0), stop)
-                if np.isfinite(targets[window]).any():
-                    valid_parts.append((u[window], gaps[window], steps[window], targets[window]))
-        if not train_parts:
-            raise ValueError(
-                "y is too short to train on: no series has an observation after another within the horizon"
-            )
-        return _sequences(train_parts), (_sequences(valid_parts) if valid_parts else None)
 
     def _build_network(self, n_inputs: int, d: int, key) -> MultiHorizonNetwork:
         """The network for steps of `n_inputs` features and `d` outputs
@@ -323,6 +343,13 @@ class Forecaster(BaseEstimator):
 
     def _series_forecast(self, sid, record: SeriesState, when, seconds, x_frame, has_x, at_first="raise"):
         layout = self._layout
+        if record.carry is not None and (seconds <= record.times[-1]).any():
+            first = when[np.flatnonzero(seconds <= record.times[-1])[0]]
+            raise ValueError(
+                f"{_where(sid)}cannot forecast at {first}: the forecaster was fitted from a Parquet data set "
+                f"and keeps each series' state after its last observation "
+                f"({_index_value(record.times[-1], self._meta['time_kind'])}), not its history; forecast after it"
+            )
         origin = np.searchsorted(record.times, seconds, side="left") - 1
         no_history = (seconds == record.times[0]) if at_first == "nan" else np.zeros(len(seconds), bool)
         origin[no_history] = 0  # a placeholder: these rows become NaN
@@ -342,8 +369,11 @@ class Forecaster(BaseEstimator):
             )
         n = len(record.times)
         states = [jnp.broadcast_to(s, (len(seconds), *s.shape)) for s in record.state]
-        u, gaps, spreads = observation_steps(layout, record.times, record.y, record.x, record.scale)
-        spread = spreads[origin]
+        if record.carry is not None:  # every origin is the last observation
+            spread = np.broadcast_to(record.carry.spread(record.scale.spread), (len(seconds), layout.d))
+        else:
+            u, gaps, spreads = observation_steps(layout, record.times, record.y, record.x, record.scale)
+            spread = spreads[origin]
         if (origin < n - 1).any():
             sequence = self.network_.network
             after = states_after_each_step(sequence, sequence.init_state(), u, gaps)
@@ -457,6 +487,17 @@ class Forecaster(BaseEstimator):
             scale = SeriesScale.of(v, self._default_scale)
             u, gaps, _ = observation_steps(layout, t, v, x, scale)
             return SeriesState(t, v, x, scale, advance(network, network.init_state(), u, gaps))
+        if record.carry is not None:
+            if t[0] <= record.times[-1]:
+                raise ValueError(
+                    f"{_where(sid)}update has an observation at {_index_value(t[0], self._meta['time_kind'])}, "
+                    f"not after the last one the forecaster keeps "
+                    f"({_index_value(record.times[-1], self._meta['time_kind'])}): fitted from a Parquet data set, it "
+                    "keeps each series' state, not its history; fit again to include earlier observations"
+                )
+            u, gaps, _ = observation_steps(layout, t, v, x, record.scale, after=record.carry)
+            state = advance(network, record.state, u, gaps)
+            return SeriesState.at_end(layout, t, v, x, record.scale, state, after=record.carry)
         known = np.isin(t, record.times)
         if known.any():
             position = np.searchsorted(record.times, t[known])
@@ -560,49 +601,55 @@ def _index_value(seconds, time_kind):
     return seconds
 
 
-def _scales(values) -> tuple[list[SeriesScale], SeriesScale]:
-    """Each series' scale, and the default for series without one: a
-    column without its own (fewer than two observations, or constant)
-    takes the median over the series that have one, else (1, 0, 1)."""
-    own = [SeriesScale.of(v, SeriesScale(*(np.full(v.shape[1], np.nan),) * 3)) for v in values]
+#: The error of a fit without a single training example.
+TOO_SHORT = "y is too short to train on: no series has an observation after another within the horizon"
+
+
+def check_observed(sid, values: np.ndarray, columns) -> None:
+    """A `ValueError` naming the series and the column of `values` (L, d)
+    that has no observed value."""
+    empty = np.isnan(values).all(axis=0)
+    if empty.any():
+        raise ValueError(f"{_where(sid)}column {columns[np.flatnonzero(empty)[0]]!r} of y has no observed value")
+
+
+def exog_scaling(mean: np.ndarray, std: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The centre and unit of exogenous features (e,) from their pooled mean
+    and standard deviation: a constant or never observed feature keeps unit 1."""
+    return mean, np.where(std > 0, std, 1.0)
+
+
+def pooled_scale(owns: list[SeriesScale]) -> SeriesScale:
+    """The scale of series without their own (`SeriesScale.unknown` where a
+    column has fewer than two observations, or is constant): each field's
+    median over the series that have it, else (1, 0, 1)."""
+    d = len(owns[0].spread)
     with np.errstate(all="ignore"):
-        pooled = [np.nanmedian(np.stack([getattr(c, f) for c in own]), axis=0) for f in ("spread", "center", "width")]
-    ones, zeros = np.ones(values[0].shape[1]), np.zeros(values[0].shape[1])
-    default = SeriesScale(*(np.where(np.isfinite(p), p, d) for p, d in zip(pooled, (ones, zeros, ones))))
-    return [SeriesScale.of(v, default) for v in values], default
+        pooled = [np.nanmedian(np.stack([getattr(c, f) for c in owns]), axis=0) for f in ("spread", "center", "width")]
+    fallback = (np.ones(d), np.zeros(d), np.ones(d))
+    return SeriesScale(*(np.where(np.isfinite(p), p, f) for p, f in zip(pooled, fallback)))
 
 
-def _window_starts(length: int, window: int) -> list[int]:
-    """Starts of windows of `window` steps over `length` steps, half
-    overlapping, the last ending at the end."""
-    if length <= window:
-        return [0]
-    starts = list(range(0, length - window + 1, window // 2))
-    if starts[-1] != length - window:
-        starts.append(length - window)
-    return starts
-
-
-def _sequences(parts) -> Sequences:
-    return Sequences(
-        inputs=tuple(p[0] for p in parts),
-        gaps=tuple(p[1] for p in parts),
-        extra=tuple(p[2] for p in parts),
-        targets=tuple(p[3] for p in parts),
-        per_step=True,
-        cap_length=False,  # power-of-two lengths: fits of other lengths reuse the compiled programs
-    )
-
-
-def _calibration(model, data: Sequences, batch_size: int) -> LeadCalibration:
-    """`lead_calibration` over the held-out queries of `data`."""
-    outputs = predict_outputs(model, data, batch_size)
+def held_out_calibration(model, data, batch_size: int, keep: float = 1.0, rng=None) -> LeadCalibration:
+    """`lead_calibration` over the held-out queries of `data` (`Sequences`
+    or `StreamedSequences`; None: `LeadCalibration()`, no calibration),
+    reduced batch by batch, each query kept with probability `keep` (a
+    uniform sample, drawn from `rng`, bounds the memory on data streamed
+    from files)."""
+    if data is None:
+        return LeadCalibration()
     errors, variances, leads = [], [], []
-    for (mean, var), targets, steps in zip(outputs, data.targets, data.extra):
-        L, K = len(targets), steps.shape[1] // (model.n_inputs + 1)
-        lead = np.repeat(steps.reshape(L, K, -1)[..., -1], targets.shape[1] // K, axis=1)  # targets: K x d per origin
-        valid = np.isfinite(targets)
-        errors.append(targets[valid] - mean[valid])
-        variances.append(var[valid])
-        leads.append(lead[valid])
+    for indices, batch, items in predicted_batches(model, data, batch_size):
+        all_targets, all_steps = np.asarray(batch["y"]), np.asarray(batch["extra"])
+        for row, (mean, var) in enumerate(items):
+            L = len(mean)
+            targets, steps = all_targets[row, :L], all_steps[row, :L]
+            K = steps.shape[1] // (model.n_inputs + 1)
+            lead = np.repeat(steps.reshape(L, K, -1)[..., -1], targets.shape[1] // K, axis=1)  # K x d per origin
+            valid = np.isfinite(targets)
+            if keep < 1.0:
+                valid &= rng.random(valid.shape) < keep
+            errors.append(targets[valid] - mean[valid])
+            variances.append(var[valid])
+            leads.append(lead[valid])
     return lead_calibration(np.concatenate(errors), np.concatenate(variances), np.concatenate(leads))

@@ -82,6 +82,17 @@ class SeriesScale:
     width: np.ndarray
 
     @classmethod
+    def unknown(cls, d: int) -> "SeriesScale":
+        """A scale of `d` columns, none known (NaN): `of(y, unknown(d))` is
+        what the series' own data give."""
+        return cls(*(np.full(d, np.nan),) * 3)
+
+    def filled(self, default: "SeriesScale") -> "SeriesScale":
+        """This scale, `default`'s where a column has none (NaN)."""
+        pick = lambda own, other: np.where(np.isfinite(own), own, other)  # noqa: E731
+        return SeriesScale(pick(self.spread, default.spread), pick(self.center, default.center), pick(self.width, default.width))
+
+    @classmethod
     def of(cls, y: Float[np.ndarray, "L d"], default: "SeriesScale | None" = None) -> "SeriesScale":
         """The scale of `y`; columns without one take `default`'s (or 1, 0, 1)."""
         with np.errstate(all="ignore"):
@@ -89,10 +100,7 @@ class SeriesScale:
             width = np.nanstd(y, axis=0) if len(y) else np.full(y.shape[1], np.nan)
         width = np.where(width > 0, width, np.nan)
         fallback = default or cls(np.ones(y.shape[1]), np.zeros(y.shape[1]), np.ones(y.shape[1]))
-        pick = lambda own, other: np.where(np.isfinite(own), own, other)  # noqa: E731
-        return cls(
-            pick(spread(y), fallback.spread), pick(center, fallback.center), pick(width, fallback.width)
-        )
+        return cls(spread(y), center, width).filled(fallback)
 
 
 def spread(y: Float[np.ndarray, "L d"]) -> Float[np.ndarray, " d"]:
@@ -111,27 +119,96 @@ def spread(y: Float[np.ndarray, "L d"]) -> Float[np.ndarray, " d"]:
 PRIOR_CHANGES = 2.0
 
 
+@dataclasses.dataclass(frozen=True)
+class StepCarry:
+    """Where a series' steps stand after its last observation: all that
+    steps continuing the series need (`observation_steps(..., after=carry)`),
+    so a forecaster can keep this instead of the history.
+
+    - `time`: the last observation's time (seconds or index units).
+    - `level`: (d,) each column's last observed value (NaN: never observed).
+    - `total`, `count`: (d,) the local spread's decayed sums of absolute
+      changes and of their count (`local_spreads`)."""
+
+    time: float
+    level: np.ndarray
+    total: np.ndarray
+    count: np.ndarray
+
+    def spread(self, prior: Float[np.ndarray, " d"]) -> Float[np.ndarray, " d"]:
+        """The local spread after the last observation (`local_spreads`)."""
+        return (self.total + PRIOR_CHANGES * prior) / (self.count + PRIOR_CHANGES)
+
+
 def local_spreads(
-    times: Float[np.ndarray, " L"], y: Float[np.ndarray, "L d"], prior: Float[np.ndarray, " d"], memory: float
+    times: Float[np.ndarray, " L"],
+    y: Float[np.ndarray, "L d"],
+    prior: Float[np.ndarray, " d"],
+    memory: float,
+    after: StepCarry | None = None,
 ) -> Float[np.ndarray, "L d"]:
     r"""Each column's local spread after each step,
     $s_k = (\sum_j w_{kj} |\Delta_j| + P\sigma) / (\sum_j w_{kj} + P)$ over
     the changes $\Delta_j$ between consecutive observations of the column
     up to $t_k$, $w_{kj} = e^{-(t_k - t_j)/\tau}$ ($\tau$ = `memory`, σ =
-    `prior`, P = `PRIOR_CHANGES`)."""
+    `prior`, P = `PRIOR_CHANGES`); continuing the series of `after`, if given."""
+    return _spread_sums(times, y, prior, memory, after)[0]
+
+
+def step_carry(
+    times: Float[np.ndarray, " L"],
+    y: Float[np.ndarray, "L d"],
+    prior: Float[np.ndarray, " d"],
+    memory: float,
+    after: StepCarry | None = None,
+) -> StepCarry:
+    """The `StepCarry` after observations `y` at `times` (continuing `after`)."""
+    _, total, count, last = _spread_sums(times, y, prior, memory, after)
+    return StepCarry(float(times[-1]), last, total, count)
+
+
+def _spread_sums(times, y, prior, memory, after):
+    """(local spreads (L, d), and after the last step: total, count, last values)."""
     times = np.asarray(times, np.float64)
-    L, d = y.shape
-    out = np.empty((L, d))
-    total, count = np.zeros(d), np.zeros(d)
-    last = np.full(d, np.nan)
-    decay = np.exp(-np.diff(times, prepend=times[:1]) / memory) if np.isfinite(memory) else np.ones(L)
-    for k in range(L):
-        change = np.abs(y[k] - last)
-        seen = np.isfinite(change)
-        total = total * decay[k] + np.where(seen, change, 0.0)
-        count = count * decay[k] + seen
-        last = np.where(np.isnan(y[k]), last, y[k])
-        out[k] = (total + PRIOR_CHANGES * prior) / (count + PRIOR_CHANGES)
+    d = y.shape[1]
+    if after is None:
+        total, count, start, before = np.zeros(d), np.zeros(d), times[0], np.full(d, np.nan)
+    else:
+        total, count, start, before = after.total, after.count, after.time, after.level
+    levels = last_values(y, before)
+    previous = np.concatenate([before[None], levels[:-1]])
+    change = np.abs(y - previous)
+    seen = np.isfinite(change)
+    total = _decayed_sums(np.where(seen, change, 0.0), times, total, start, memory)
+    count = _decayed_sums(seen.astype(np.float64), times, count, start, memory)
+    out = (total + PRIOR_CHANGES * prior) / (count + PRIOR_CHANGES)
+    return out, total[-1], count[-1], levels[-1]
+
+
+#: `_decayed_sums` rescales its running sum every this many time constants
+#: (e^40 ≈ 2·10¹⁷: far from float64's range, and each term keeps its own
+#: relative precision).
+_BLOCK = 40.0
+
+
+def _decayed_sums(values, times, initial, start, memory):
+    r"""$S_k = S_{-1} e^{-(t_k - t_s)/\tau} + \sum_{j \le k} v_j e^{-(t_k - t_j)/\tau}$
+    for every step k (values (L, d), the initial sums (d,) at time $t_s$ =
+    `start`, τ = `memory`, infinite: plain sums): the recursion
+    $S_k = S_{k-1} e^{-(t_k - t_{k-1})/\tau} + v_k$ vectorised, in blocks of
+    `_BLOCK` time constants, each a cumulative sum scaled to its start."""
+    if not np.isfinite(memory):
+        return initial + np.cumsum(values, axis=0)
+    s = (times - start) / memory
+    out = np.empty_like(values)
+    carry, origin = np.asarray(initial, np.float64), 0.0  # the sums at scaled time `origin`
+    block = np.floor(s / _BLOCK)
+    for b in np.unique(block):
+        rows = block == b
+        first = s[rows][0]
+        scaled = np.cumsum(values[rows] * np.exp(s[rows] - first)[:, None], axis=0)
+        out[rows] = carry * np.exp(origin - s[rows])[:, None] + scaled * np.exp(first - s[rows])[:, None]
+        carry, origin = out[rows][-1], s[rows][-1]
     return out
 
 
@@ -141,17 +218,22 @@ def observation_steps(
     y: Float[np.ndarray, "L d"],
     x: Float[np.ndarray, "L e"] | None,
     scale: SeriesScale,
+    after: StepCarry | None = None,
 ) -> tuple[Float[np.ndarray, "L n_in"], Float[np.ndarray, " L"], Float[np.ndarray, "L d"]]:
     """Inputs (float32), gaps (model units, float32) and local spreads
-    after each step, of a series' observations `y` at `times`."""
+    after each step, of a series' observations `y` at `times`; with
+    `after`, the steps that continue the series it stands for (equal to the
+    last steps of the whole series' `observation_steps`)."""
     times = np.asarray(times, np.float64)
     gaps = np.empty_like(times)
-    gaps[0] = layout.first_gap
+    gaps[0] = layout.first_gap if after is None else (times[0] - after.time) / layout.time_scale
     gaps[1:] = np.diff(times) / layout.time_scale
-    spreads = local_spreads(times, y, scale.spread, layout.memory)
-    before = np.concatenate([scale.spread[None], spreads[:-1]])
-    levels = last_values(y)
-    previous = np.concatenate([np.full((1, y.shape[1]), np.nan), levels[:-1]])
+    spreads = local_spreads(times, y, scale.spread, layout.memory, after)
+    first = scale.spread if after is None else after.spread(scale.spread)
+    before = np.concatenate([first[None], spreads[:-1]])
+    levels = last_values(y, None if after is None else after.level)
+    start = np.full(y.shape[1], np.nan) if after is None else after.level
+    previous = np.concatenate([start[None], levels[:-1]])
     observed = ~np.isnan(y)
     delta = np.nan_to_num((y - previous) / before, nan=0.0, posinf=0.0, neginf=0.0)
     level = np.clip(np.nan_to_num((levels - scale.center) / scale.width, nan=0.0), -5.0, 5.0)

@@ -26,6 +26,7 @@ from ._loop import (
     compile_seconds_so_far,
     evaluate,
     predict_outputs,
+    predicted_batches,
     train,
     train_step,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "placement_for",
     "point_prediction",
     "predict_outputs",
+    "predicted_batches",
     "schedule_scales",
     "release_compiled_programs",
     "saved_fingerprint",

@@ -20,7 +20,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import equinox as eqx
@@ -215,23 +215,38 @@ def predict_outputs(
     steps with the states carried (`_chunks`): the same outputs, memory set
     by the chunk."""
     results: list = [None] * len(data)
+    for indices, _, items in predicted_batches(model, data, batch_size, chunk_length):
+        for i, item in zip(indices, items):
+            results[i] = item
+    return results
+
+
+def predicted_batches(
+    model, data: Sequences | StreamedSequences, batch_size: int, chunk_length: int | None = None
+) -> Iterator[tuple[np.ndarray, dict, list]]:
+    """`predict_outputs` one batch at a time: `(indices, batch, outputs)`
+    with the padded batch (its targets included, if `data` has them) and
+    the outputs of its series (as `predict_outputs` gives them), so a
+    caller can reduce them without holding every series' outputs."""
     rows = batch_rows(len(data), batch_size)
     data = _forward_only(data)
     lengths = data.lengths
     model = placement_for(rows).replicate(model)
     for indices, batch in iterate_batches(data, rows, shuffle=False):
+        inputs = {name: batch[name] for name in _INPUTS if name in batch}
         if chunk_length is None or not data.per_step:
-            outputs = gather_rows(predict_batch(model, batch))
+            outputs = gather_rows(predict_batch(model, inputs))
         else:
-            parts = [gather_rows(o) for _, o in chunked_outputs(model, batch, rows, chunk_length)]
+            parts = [gather_rows(o) for _, o in chunked_outputs(model, inputs, rows, chunk_length)]
             outputs = jax.tree.map(lambda *p: np.concatenate(p, axis=1), *parts)
+        items = []
         for row, i in enumerate(indices):
             item = jax.tree.map(lambda o: o[row], outputs)
             if data.per_step:
                 n = int(lengths[i])
                 item = jax.tree.map(lambda o: o[:n], item)
-            results[i] = item
-    return results
+            items.append(item)
+        yield indices, batch, items
 
 
 # ----- configuration and state -----
