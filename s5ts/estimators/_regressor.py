@@ -85,13 +85,13 @@ class RegressionTask:
             encoded = scale(stacked)
         return encoded, per_step, scaling
 
-    def _target_state_from_moments(self, counts, means, stds, weights=None):
-        """The scaling `_encode_targets` learns from 1-D per-step targets,
-        from each series' number of steps, mean and standard deviation of
-        its targets (three arrays (n, 1); `pooled_from_moments`), each
-        series weighted by `weights` (n,): for targets streamed from a
-        Parquet column, which are never all in memory."""
-        return _target_scaling(*pooled_from_moments(counts, means, stds, weights), True, None)
+    def _target_state_from_moments(self, counts, means, stds, weights=None, *, is_1d=True, columns=None):
+        """The scaling `_encode_targets` learns from per-step targets, from
+        each series' number of steps (n, 1), mean and standard deviation of
+        its k targets ((n, k); `pooled_from_moments`), each series weighted
+        by `weights` (n,): for targets streamed from Parquet, which are
+        never all in memory."""
+        return _target_scaling(*pooled_from_moments(counts, means, stds, weights), is_1d, columns)
 
     def _set_target_state(self, scaling):
         self._target_scaling = scaling
