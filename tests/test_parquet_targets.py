@@ -1,6 +1,7 @@
 """Targets of a Parquet fit as users hold them: several target columns of
-X, and per-step targets in a second Parquet data set laid out as X; each
-against the same data in memory (a DataFrame y by id, or a MultiIndex y)."""
+X, and per-step targets apart from X (a second Parquet data set laid out
+as X, or a pandas (id, time)-indexed y); each against the same data in
+memory (a DataFrame y by id, or a MultiIndex y)."""
 
 import pathlib
 
@@ -72,31 +73,37 @@ def test_several_target_columns_per_step_equal_in_memory(tmp_path):
     _assert_same_predictions(streamed, memory, path, X, ["v", "y"], y)
 
 
-@pytest.mark.parametrize("columns", [["v"], ["v", "w"]])
-def test_target_data_set_aligned_with_x_equals_in_memory(tmp_path, columns):
-    """y a second Parquet data set with the same series in the same files
-    and order (written in other row groups, so the two are read in record
-    batches that do not line up), given as a path or a Dataset: per-step
-    targets, streamed in lockstep with X also when the epochs shuffle the
-    files, as a MultiIndex y in memory (a Series for one column)."""
+@pytest.mark.parametrize("form, columns", [("parquet", ["v"]), ("parquet", ["v", "w"]), ("pandas", ["v", "w"])])
+def test_per_step_targets_apart_from_x_equal_in_memory(tmp_path, form, columns):
+    """y apart from X, one target per observation: a second Parquet data
+    set with the same series in the same files and order (written in other
+    row groups, so the two are read in record batches that do not line
+    up), given as a path or a Dataset, streamed in lockstep with X also
+    when the epochs shuffle the files; or a pandas (id, time)-indexed y
+    (its rows in any order). As the MultiIndex y in memory (a Series for
+    one column)."""
     df = long_frame()
     df["v"] = 2.0 * df["a"] + 0.1 * df["time"]
     df["w"] = np.cos(df["time"])
     X = df.drop(columns=["y", "v", "w"])
     path = write(X, tmp_path / "x", files=3, row_group_size=11)
-    y_path = pathlib.Path(write(df[["id", "time", *columns]], tmp_path / "y", files=3, row_group_size=7))
     y = df.set_index(["id", "time"])[columns]
     y = y[columns[0]] if len(columns) == 1 else y
-    streamed = S5Regressor(max_epochs=3, **SMALL).fit(path, y_path)
+    if form == "parquet":
+        y_path = pathlib.Path(write(df[["id", "time", *columns]], tmp_path / "y", files=3, row_group_size=7))
+        given = (y_path, ds.dataset(y_path, format="parquet"))
+    else:
+        given = (y.sample(frac=1.0, random_state=0),)
+    streamed = S5Regressor(max_epochs=3, **SMALL).fit(path, given[0])
     memory = S5Regressor(max_epochs=3, **SMALL).fit(X, y)
     _assert_same_fit(streamed, memory)
     from_parquet = streamed.predict(path)
     want = streamed.predict(X, as_frame=True)
     (pd.testing.assert_series_equal if len(columns) == 1 else pd.testing.assert_frame_equal)(from_parquet, want)
-    for given in (y_path, ds.dataset(y_path, format="parquet")):
-        assert streamed.score(path, given) == pytest.approx(streamed.score(X, y), rel=1e-12)
+    for y_given in given:
+        assert streamed.score(path, y_given) == pytest.approx(streamed.score(X, y), rel=1e-12)
     # each epoch's shuffled files: the same series' targets beside X's
-    _, _, scaling, data, _ = _streaming.training_data(streamed, path, y_path, fitted=True)
+    _, _, scaling, data, _ = _streaming.training_data(streamed, path, given[-1], fitted=True)
     steps = [v.reshape(len(v), -1) for v in (y.loc[sid].to_numpy() for sid in df["id"].unique())]
     for positions, chunk in data.chunks(np.random.default_rng(1)):
         for position, targets in zip(positions, chunk.targets):
@@ -170,6 +177,16 @@ def test_target_errors_name_the_series_and_the_column_or_file(tmp_path):
     extra = pd.concat([targets, targets[targets.id == "s005"].assign(id="s006")])
     with pytest.raises(ValueError, match=r"series 's006' of .*more.part1\.parquet is not in .*x"):
         estimator.fit(path, _split_at(extra, tmp_path / "more", 3))
+    # a pandas (id, time)-indexed y: a series missing or one more, a time moved
+    steps = df.set_index(["id", "time"])["v"]
+    with pytest.raises(ValueError, match=r"y has no entry for series 's003' of X \(in .*x.part1\.parquet\)"):
+        estimator.fit(path, steps.drop(index="s003", level="id"))
+    more = pd.concat([steps, steps.loc[["s005"]].rename(index={"s005": "s009"}, level="id")])
+    with pytest.raises(ValueError, match=r"y has entries for series \['s009'\] that are not in X"):
+        estimator.fit(path, more)
+    shifted = steps.rename(index=dict.fromkeys([steps.loc["s002"].index[0]], -1.0), level="time")
+    with pytest.raises(ValueError, match=r"y for series 's002'"):
+        estimator.fit(path, shifted)
     # score reads y in lockstep too
     fitted = S5Regressor(max_epochs=1, **SMALL).fit(path, misaligned("good", targets))
     with pytest.raises(ValueError, match=r"series 's004' of .*x.part1\.parquet meets series 's004b'"):

@@ -30,38 +30,78 @@ import jax
 import numpy as np
 import pandas as pd
 
-from ..data import MedianGap, ParquetSeries, RaggedPanel, is_parquet_source, open_parquet, order_by_ids, to_targets
+from ..data import (
+    MedianGap,
+    ParquetSeries,
+    RaggedPanel,
+    is_parquet_source,
+    open_parquet,
+    order_by_ids,
+    steps_by_series,
+    to_targets,
+)
 from ..training import StreamedSequences, predict_outputs
 from ._scaling import pooled_from_moments, series_moments
 
 
 @dataclasses.dataclass(frozen=True)
 class TargetRows:
-    """Targets read row by row along a Parquet X: `columns` of X, or, when
+    """Targets read row by row along a Parquet X: `columns` of X; or, when
     `aligned` is given, those columns of a second Parquet data set laid
-    out as X (`ParquetSeries.read_aligned`). `is_1d`: y named one column of
-    X (a str) or a target data set of one column; otherwise the targets
-    are (…, k), named by `columns` as a DataFrame y's are in memory."""
+    out as X (`ParquetSeries.read_aligned`); or, when `by_step` is given,
+    a (series, time) MultiIndex y held in memory, split by series
+    (`steps_by_series`; `columns`: its columns, or one name for a Series).
+    `is_1d`: y named one column of X (a str), a target data set of one
+    column or a Series; otherwise the targets are (…, k), named by
+    `columns` as a DataFrame y's are in memory."""
 
     columns: tuple
     is_1d: bool
     aligned: ParquetSeries | None = None
+    by_step: dict | None = None
 
     @property
     def names(self) -> tuple | None:
         """The target names of 2-D targets (`TargetScaling.columns`), else None."""
         return None if self.is_1d else self.columns
 
+    @property
+    def per_step_only(self) -> bool:
+        """Whether the targets are one per observation whatever their values
+        (as a MultiIndex y in memory): those given apart from X."""
+        return self.aligned is not None or self.by_step is not None
+
     def read(self, source: ParquetSeries, *, extra=(), order=None):
         """`source`'s chunks with their targets: (chunk, {column: (n_rows,)
-        values}), row-aligned with the chunk's input rows."""
-        if self.aligned is None:
+        values}), row-aligned with the chunk's input rows. `by_step`'s
+        series are checked against the chunk's (`to_targets`: steps and
+        times; a series of X missing from y raises a `ValueError` naming
+        it and the file)."""
+        if self.aligned is not None:
+            pairs = source.read_aligned(self.aligned, extra=extra, order=order)
+        elif self.by_step is not None:
+            pairs = ((chunk, self._given(chunk, source)) for chunk in source.read(extra=extra, order=order))
+        else:
             for chunk in source.read(extra=(*self.columns, *extra), order=order):
                 yield chunk, {c: chunk.extra[c] for c in self.columns}
             return
-        for chunk, values in source.read_aligned(self.aligned, extra=extra, order=order):
-            stacked = np.concatenate(values)
+        for chunk, values in pairs:
+            stacked = np.concatenate([v.reshape(len(v), -1) for v in values])
             yield chunk, {c: stacked[:, j] for j, c in enumerate(self.columns)}
+
+    def _given(self, chunk, source: ParquetSeries) -> tuple:
+        """`by_step`'s targets of the chunk's series, checked: (L_i,) / (L_i, k) arrays."""
+        missing = [sid for sid in chunk.panel.ids if sid not in self.by_step]
+        if missing:
+            fragment = source.fragment_name(source.fragments[chunk.fragment], chunk.fragment)
+            raise ValueError(f"y has no entry for series {missing[0]!r} of X (in {fragment})")
+        items = [self.by_step[sid] for sid in chunk.panel.ids]
+        return to_targets(items, chunk.panel, numeric=True, kind="per_step").values
+
+    def check_ids(self, ids: RaggedPanel) -> None:
+        """A `by_step` y's series are X's, `ids` (`order_by_ids`'s errors)."""
+        if self.by_step is not None:
+            order_by_ids(list(self.by_step), ids)
 
     def stacked(self, rows: dict) -> np.ndarray:
         """The per-row targets (n_rows,) / (n_rows, k)."""
@@ -94,7 +134,9 @@ def _target_rows(y, estimator) -> TargetRows | None:
     str several; a path (os.PathLike, not a str: that names a column) or a
     `pyarrow.dataset.Dataset` is a target data set laid out as X, opened
     with the estimator's `id_col` / `time_col`, whose other columns are
-    the targets. None for another `y` (given apart, by id)."""
+    the targets; a (series, time) MultiIndex Series / DataFrame holds
+    per-step targets in memory. None for another `y` (given apart, one
+    per series by id)."""
     if isinstance(y, TargetRows):
         return y
     if isinstance(y, str):
@@ -103,6 +145,9 @@ def _target_rows(y, estimator) -> TargetRows | None:
         if len(set(y)) != len(y):
             raise ValueError(f"y names a column of X more than once: {list(y)}")
         return TargetRows(tuple(y), False)
+    if isinstance(y, (pd.Series, pd.DataFrame)) and isinstance(y.index, pd.MultiIndex):
+        columns = tuple(str(c) for c in y.columns) if isinstance(y, pd.DataFrame) else ("y",)
+        return TargetRows(columns, isinstance(y, pd.Series), by_step=steps_by_series(y))
     if isinstance(y, os.PathLike) or (not isinstance(y, (list, tuple)) and is_parquet_source(y)):
         aligned = open_parquet(y, id_col=estimator.id_col, time_col=estimator.time_col)
         return TargetRows(aligned.features, len(aligned.features) == 1, aligned)
@@ -125,7 +170,7 @@ def open_source(
             "time_col): set them, e.g. id_col='id', time_col='time'"
         )
     targets = _target_rows(y, estimator)
-    of_x = () if targets is None or targets.aligned is not None else targets.columns
+    of_x = () if targets is None or targets.per_step_only else targets.columns
     source = open_parquet(
         X,
         id_col=estimator.id_col,
@@ -200,7 +245,7 @@ class _Statistics:
         for t in panel.times:
             self.gaps.add(np.diff(t))
         if targets is not None:
-            if targets.aligned is None:
+            if not targets.per_step_only:
                 try:
                     self.targets.append(targets.per_series(rows, panel))
                 except ValueError as error:  # one target per observation, or an error
@@ -231,15 +276,10 @@ def statistics_pass(
 
 
 def _targets_by_id(y, source: ParquetSeries):
-    """`y` given apart from X: a pandas Series / DataFrame indexed by id, or
-    a pyarrow Table with the id column and the target column(s)."""
+    """`y` given apart from X, one target per series: a pandas Series /
+    DataFrame indexed by id, or a pyarrow Table with the id column and the
+    target column(s)."""
     if isinstance(y, (pd.Series, pd.DataFrame)):
-        if isinstance(y.index, pd.MultiIndex):
-            raise ValueError(
-                "with a Parquet X, per-step targets (one per observation) are columns of X (pass their "
-                "names as y) or a Parquet data set laid out as X (a path or a pyarrow Dataset); a pandas "
-                "y given apart from X has one target per series, indexed by id"
-            )
         return y
     if type(y).__module__.startswith("pyarrow") and hasattr(y, "to_pandas") and hasattr(y, "column_names"):
         if source.id_col not in y.column_names:
@@ -249,7 +289,7 @@ def _targets_by_id(y, source: ParquetSeries):
     raise TypeError(
         "with a Parquet X, y is the name of a column of X (or a list of them), a Parquet data set "
         "of targets laid out as X (a pathlib.Path or a pyarrow Dataset), a pandas Series / DataFrame "
-        f"indexed by id, or a pyarrow Table keyed by {source.id_col!r}; got {type(y).__name__}"
+        f"indexed by id or by (id, time), or a pyarrow Table keyed by {source.id_col!r}; got {type(y).__name__}"
     )
 
 
@@ -284,15 +324,17 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
     from ._base import finish_preprocessing
 
     source, targets, weight_column = open_source(estimator, X, y, sample_weight=sample_weight)
-    stepped = targets is not None and targets.aligned is not None  # per step whatever the values
+    stepped = targets is not None and targets.per_step_only
     if stepped and not estimator._per_step_targets:
         raise ValueError(
-            f"{type(estimator).__name__} takes one label per series: y names a column of X, or is "
-            "given by id; a Parquet data set of targets holds one target per observation"
+            f"{type(estimator).__name__} takes one label per series: with a Parquet X, y names a column "
+            "of X or is given by id; a target data set or an (id, time)-indexed y holds one per observation"
         )
     may_step = targets is not None and (estimator.per_step_ if fitted else estimator._per_step_targets)
     stats = statistics_pass(source, targets, weight_column, per_step=may_step or stepped)
     ids = ids_panel(stats.ids, stats.first)
+    if targets is not None:
+        targets.check_ids(ids)
     sample_weight = estimator._check_sample_weight(_weights_by_id(sample_weight, ids, stats.weights), ids)
     per_step = stepped or (may_step and (fitted or stats.varying is not None))
     if stats.varying is not None and not per_step:
@@ -428,6 +470,8 @@ def scored(estimator, X, y, sample_weight=None, *, numeric: bool):
         return truth, weight
 
     panel, outputs, parts = predict(estimator, X, targets=targets, weight_column=weight_column, read=read)
+    if targets is not None:
+        targets.check_ids(panel)
     if targets is None:
         source, _, _ = open_source(estimator, X, features=estimator.preprocessing_.columns)
         truth = to_targets(_targets_by_id(y, source), panel, numeric=numeric, kind=kind).values
