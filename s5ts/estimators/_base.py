@@ -693,11 +693,15 @@ class SequenceEstimator(BaseEstimator):
 
         A Parquet data set `X` (a path or a `pyarrow.dataset.Dataset`, read
         with `id_col` / `time_col`) is streamed (docs/scaling.md, "Data
-        larger than memory"): `y` names a column of it (one target per
-        series when the same on every row of each series, else one per
-        observation: a per-step model) or is a pandas Series / DataFrame or
-        pyarrow Table keyed by id; `sample_weight` names a column (the same
-        on every row of a series) or is a pandas Series keyed by id.
+        larger than memory"): `y` names a column of it, or a list of
+        columns (one target, or one row of k, per series when each is the
+        same on every row of each series, else one per observation: a
+        per-step model); or is a pandas Series / DataFrame or pyarrow Table
+        keyed by id; or, one per observation, a target data set laid out as
+        X (a `pathlib.Path` or a Dataset: the same series in the same files
+        and order, read in lockstep) or a pandas y indexed by (id, time);
+        `sample_weight` names a column (the same on every row of a series)
+        or is a pandas Series keyed by id.
 
         **Returns:** `self`.
 

@@ -184,9 +184,10 @@ class RegressionTask:
         """R² of the predictions. `y` is aligned with X as in `fit`; for
         per-step models R² is over all observations (a series' weight in
         `sample_weight` applies to each of its steps). A Parquet data set X
-        is streamed, as in `fit`: `y` (and `sample_weight`) name its
-        columns or are pandas Series indexed by id (one per series); a
-        per-step model reads its targets from a column."""
+        is streamed, as in `fit`: `y` names its column(s), is given by id
+        (one per series), or, per step, is a target data set laid out as X
+        or an (id, time)-indexed pandas y (docs/scaling.md); a per-step
+        model takes per-step targets."""
         panel, outputs, truth, sample_weight = self._scored(X, y, sample_weight, times, numeric=True)
         prediction, _ = self._unscaled(outputs)
         if self.per_step_:

@@ -8,15 +8,16 @@ of each feature per series (from which the pooled statistics of `"global"`
 scaling and the reference of `"series"` scaling follow exactly, up to
 rounding: `pooled_from_moments`, `reference_from_moments`), whether any
 value is missing, the median gap (`MedianGap`: exact up to 2²² gaps, then a
-log-histogram within 3.4·10⁻⁴), each series' target and weight (from
-`sample_weight`'s column), and, for a target column that varies within a
-series (one target per observation: a per-step model), each series' count,
-mean and standard deviation of its targets, from which the target scaling
-follows as in memory. Then training epochs stream the files again
-(`StreamedSequences`; per-step targets are read along with the features).
-Memory: one record batch and one chunk of series, the padded batches'
-buffers (`rows` series per length bucket), and O(n_series × n_features)
-small per-series numbers. `predict` and `score` hold what they return: one
+log-histogram within 3.4·10⁻⁴), each series' target(s) and weight (from
+`sample_weight`'s column), and, for per-step targets (target columns of
+which one varies within a series, a target data set laid out as X, or an
+(id, time)-indexed y: `TargetRows`), each series' count, mean and standard
+deviation of each target, from which the target scaling follows as in
+memory. Then training epochs stream the files again (`StreamedSequences`;
+per-step targets are read along with the features, a target data set in
+lockstep with X). Memory: one record batch and one chunk of series (of X,
+and of a target data set), the padded batches' buffers (`rows` series per
+length bucket), and O(n_series × n_features) small per-series numbers. `predict` and `score` hold what they return: one
 output (and for `score` one target) per series, or per observation of a
 per-step model.
 """
