@@ -192,7 +192,7 @@ def test_target_errors_name_the_series_and_the_column_or_file(tmp_path):
     with pytest.raises(ValueError, match=r"series 's004' of .*x.part1\.parquet meets series 's004b'"):
         fitted.score(path, renamed)
     # a str is a column of X, never a path
-    with pytest.raises(ValueError, match=r"y '.*good' is not a column"):
+    with pytest.raises(ValueError, match=r"y '.*good' is not a column.*give a target data set as a pathlib\.Path"):
         fitted.fit(path, str(tmp_path / "good"))
 
 

@@ -172,13 +172,18 @@ def open_source(
         )
     targets = _target_rows(y, estimator)
     of_x = () if targets is None or targets.per_step_only else targets.columns
-    source = open_parquet(
-        X,
-        id_col=estimator.id_col,
-        time_col=estimator.time_col,
-        exclude=tuple(c for c in (*of_x, weight_column) if c is not None),
-        features=features,
-    )
+    try:
+        source = open_parquet(
+            X,
+            id_col=estimator.id_col,
+            time_col=estimator.time_col,
+            exclude=tuple(c for c in (*of_x, weight_column) if c is not None),
+            features=features,
+        )
+    except ValueError as error:
+        if isinstance(y, str) and os.path.exists(y):
+            raise ValueError(f"{error}; a str y names a column of X: give a target data set as a pathlib.Path") from error
+        raise
     return source, targets, weight_column
 
 
