@@ -265,7 +265,7 @@ def test_streamed_per_step_fit_predict_score_equal_in_memory(tmp_path):
     pd.testing.assert_series_equal(from_parquet, streamed.predict(X, as_frame=True))
     np.testing.assert_allclose(from_parquet.to_numpy(), memory.predict(X, as_frame=True).to_numpy(), rtol=1e-3, atol=1e-3)
     assert streamed.score(path, "y") == pytest.approx(streamed.score(X, y), rel=1e-12)
-    with pytest.raises(ValueError, match="column of X"):
+    with pytest.raises(ValueError, match="columns of X"):
         streamed.score(path, per_series_y(df))
 
 

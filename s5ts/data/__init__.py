@@ -23,6 +23,7 @@ from ._parquet import is_parquet_source as is_parquet_source
 from ._parquet import open_parquet as open_parquet
 from ._targets import Targets as Targets
 from ._targets import order_by_ids as order_by_ids
+from ._targets import steps_by_series as steps_by_series
 from ._targets import to_targets as to_targets
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "pad_batch",
     "panel_to_frames",
     "plan_buckets",
+    "steps_by_series",
     "time_scale_from",
     "to_panel",
     "to_targets",

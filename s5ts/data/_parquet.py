@@ -140,6 +140,65 @@ class ParquetSeries:
             if pending is not None and len(pending):
                 yield self._chunk(pending, extra, np.array([0]), seen, name, int(index), first)
 
+    def read_aligned(
+        self, other: ParquetSeries, *, extra: Iterable = (), order: Iterable | None = None
+    ) -> Iterator[tuple[SeriesChunk, tuple]]:
+        """This data set's chunks (`read`), each with the same series' rows
+        of `other`, a data set laid out alike: the same series in the same
+        files (its i-th file beside this one's i-th) and order, with the same
+        times. The two are read in lockstep, file by file in `order`, so
+        neither is ever held whole: beside `read`'s memory, one chunk of
+        `other`.
+
+        **Returns:** an iterator of (chunk, a tuple of one (L_i, m) array per
+        series of the chunk: `other`'s values of its m `features`).
+
+        **Raises:** `ValueError` naming the series and both files when
+        `other`'s series in its place has another id, lies in another file,
+        has another number of rows or other times, when one data set holds a
+        series more, or when they have different numbers of files.
+        """
+        mine, theirs = self.fragments, other.fragments
+        if len(mine) != len(theirs):
+            raise ValueError(
+                f"{other.where} has {len(theirs)} files and {self.where} {len(mine)}: {_ALIGNED}"
+            )
+        along = (
+            (panel.ids[i], panel.times[i], panel.values[i], panel.time_kind, chunk.fragment)
+            for chunk in other.read(order=order)
+            for panel in (chunk.panel,)
+            for i in range(panel.n_series)
+        )
+        for chunk in self.read(extra=extra, order=order):
+            panel, name = chunk.panel, self.fragment_name(mine[chunk.fragment], chunk.fragment)
+            values = []
+            for i, sid in enumerate(panel.ids):
+                item = next(along, None)
+                if item is None:
+                    raise ValueError(f"series {sid!r} of {name} is not in {other.where}: {_ALIGNED}")
+                their_sid, times, value, kind, index = item
+                their_name = other.fragment_name(theirs[index], index)
+                if index != chunk.fragment or their_sid != sid:
+                    raise ValueError(
+                        f"series {sid!r} of {name} meets series {their_sid!r} of {their_name} in "
+                        f"{other.where}: {_ALIGNED}"
+                    )
+                if len(value) != panel.lengths[i]:
+                    raise ValueError(
+                        f"series {sid!r} has {panel.lengths[i]} rows in {name} but {len(value)} in {their_name}"
+                    )
+                if kind != panel.time_kind or not np.array_equal(times, panel.times[i]):
+                    raise ValueError(f"series {sid!r}: its times in {their_name} differ from those in {name}")
+                values.append(value)
+            yield chunk, tuple(values)
+        extra_item = next(along, None)
+        if extra_item is not None:
+            their_sid, _, _, _, index = extra_item
+            raise ValueError(
+                f"series {their_sid!r} of {other.fragment_name(theirs[index], index)} is not in "
+                f"{self.where}: {_ALIGNED}"
+            )
+
     def _claim(self, sid, seen: set, name: str) -> None:
         """Add the id of a series that begins in `name` to `seen`; a missing
         id, or one seen before (the rows of a series are not contiguous, or
@@ -191,6 +250,9 @@ class ParquetSeries:
         if not ids:
             raise ValueError(f"{self.where} holds no rows")
         return ids, np.asarray(lengths, np.int64), np.asarray(where, np.int64)
+
+
+_ALIGNED = "the two data sets must hold the same series in the same files and order, with the same times"
 
 
 def _run_starts(ids: np.ndarray) -> np.ndarray:

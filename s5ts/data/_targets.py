@@ -239,23 +239,33 @@ def _per_step_item(item, sid, L, times, time_kind, numeric):
     return _check_entries(vals, sid, numeric)
 
 
+def steps_by_series(y) -> dict:
+    """A `(series, time)` MultiIndex Series / DataFrame `y` split by
+    series: {id: its rows, indexed by time, sorted (y's rows need not
+    follow X's order)}, in y's order of the series.
+
+    **Raises:** `ValueError` when the MultiIndex has other than 2 levels.
+    """
+    if y.index.nlevels != 2:
+        raise ValueError(f"y's MultiIndex must have 2 levels (series, time), got {y.index.nlevels}")
+    groups = {}
+    for key, group in y.groupby(level=0, sort=False):
+        item = group.droplevel(0)
+        groups[key] = item if item.index.is_monotonic_increasing else item.sort_index()
+    return groups
+
+
 def _per_step_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
     n = panel.n_series
     lengths = panel.lengths
     columns = None
     if isinstance(y, (pd.Series, pd.DataFrame)) and isinstance(y.index, pd.MultiIndex):
-        if y.index.nlevels != 2:
-            raise ValueError(
-                f"y's MultiIndex must have 2 levels (series, time), got {y.index.nlevels}"
-            )
         columns = _columns_of(y)
-        groups = {key: g.droplevel(0) for key, g in y.groupby(level=0, sort=False)}
+        groups = steps_by_series(y)
         keys = list(groups)
         items = [groups[keys[p]] for p in order_by_ids(keys, panel)]
         out = []
         for i, (sid, item) in enumerate(zip(panel.ids, items)):
-            if not item.index.is_monotonic_increasing:
-                item = item.sort_index()  # y's rows need not follow X's order
             if len(item) != lengths[i]:
                 raise ValueError(
                     f"y for {_series(sid)} has {len(item)} steps but the series has {lengths[i]}"

@@ -337,12 +337,14 @@ class SequenceEstimator(BaseEstimator):
     #: Whether the task takes per-step targets (one per observation).
     _per_step_targets: bool = True
 
-    def _target_state_from_moments(self, counts, means, stds, weights=None):
-        """The target state of 1-D per-step targets learned from each
-        series' number of steps, mean and standard deviation of its targets
-        (three arrays (n, 1)), each series weighted by `weights` (n,): what
-        `_encode_targets` learns from all of them, for targets streamed
-        from a Parquet column (`_streaming`)."""
+    def _target_state_from_moments(self, counts, means, stds, weights=None, *, is_1d=True, columns=None):
+        """The target state of per-step targets learned from each series'
+        number of steps (n, 1), mean and standard deviation of its k
+        targets (two arrays (n, k)), each series weighted by `weights`
+        (n,): what `_encode_targets` learns from all of them, for targets
+        streamed from Parquet (`_streaming`); `is_1d` and `columns` say
+        what they were given as ((L_i,) arrays, or (L_i, k) named
+        `columns`)."""
         raise NotImplementedError
 
     def _n_outputs(self, target_state) -> int:
@@ -691,11 +693,15 @@ class SequenceEstimator(BaseEstimator):
 
         A Parquet data set `X` (a path or a `pyarrow.dataset.Dataset`, read
         with `id_col` / `time_col`) is streamed (docs/scaling.md, "Data
-        larger than memory"): `y` names a column of it (one target per
-        series when the same on every row of each series, else one per
-        observation: a per-step model) or is a pandas Series / DataFrame or
-        pyarrow Table keyed by id; `sample_weight` names a column (the same
-        on every row of a series) or is a pandas Series keyed by id.
+        larger than memory"): `y` names a column of it, or a list of
+        columns (one target, or one row of k, per series when each is the
+        same on every row of each series, else one per observation: a
+        per-step model); or is a pandas Series / DataFrame or pyarrow Table
+        keyed by id; or, one per observation, a target data set laid out as
+        X (a `pathlib.Path` or a Dataset: the same series in the same files
+        and order, read in lockstep) or a pandas y indexed by (id, time);
+        `sample_weight` names a column (the same on every row of a series)
+        or is a pandas Series keyed by id.
 
         **Returns:** `self`.
 

@@ -85,13 +85,13 @@ class RegressionTask:
             encoded = scale(stacked)
         return encoded, per_step, scaling
 
-    def _target_state_from_moments(self, counts, means, stds, weights=None):
-        """The scaling `_encode_targets` learns from 1-D per-step targets,
-        from each series' number of steps, mean and standard deviation of
-        its targets (three arrays (n, 1); `pooled_from_moments`), each
-        series weighted by `weights` (n,): for targets streamed from a
-        Parquet column, which are never all in memory."""
-        return _target_scaling(*pooled_from_moments(counts, means, stds, weights), True, None)
+    def _target_state_from_moments(self, counts, means, stds, weights=None, *, is_1d=True, columns=None):
+        """The scaling `_encode_targets` learns from per-step targets, from
+        each series' number of steps (n, 1), mean and standard deviation of
+        its k targets ((n, k); `pooled_from_moments`), each series weighted
+        by `weights` (n,): for targets streamed from Parquet, which are
+        never all in memory."""
+        return _target_scaling(*pooled_from_moments(counts, means, stds, weights), is_1d, columns)
 
     def _set_target_state(self, scaling):
         self._target_scaling = scaling
@@ -184,9 +184,10 @@ class RegressionTask:
         """R² of the predictions. `y` is aligned with X as in `fit`; for
         per-step models R² is over all observations (a series' weight in
         `sample_weight` applies to each of its steps). A Parquet data set X
-        is streamed, as in `fit`: `y` (and `sample_weight`) name its
-        columns or are pandas Series indexed by id (one per series); a
-        per-step model reads its targets from a column."""
+        is streamed, as in `fit`: `y` names its column(s), is given by id
+        (one per series), or, per step, is a target data set laid out as X
+        or an (id, time)-indexed pandas y (docs/scaling.md); a per-step
+        model takes per-step targets."""
         panel, outputs, truth, sample_weight = self._scored(X, y, sample_weight, times, numeric=True)
         prediction, _ = self._unscaled(outputs)
         if self.per_step_:

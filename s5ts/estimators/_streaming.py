@@ -8,15 +8,16 @@ of each feature per series (from which the pooled statistics of `"global"`
 scaling and the reference of `"series"` scaling follow exactly, up to
 rounding: `pooled_from_moments`, `reference_from_moments`), whether any
 value is missing, the median gap (`MedianGap`: exact up to 2²² gaps, then a
-log-histogram within 3.4·10⁻⁴), each series' target and weight (from
-`sample_weight`'s column), and, for a target column that varies within a
-series (one target per observation: a per-step model), each series' count,
-mean and standard deviation of its targets, from which the target scaling
-follows as in memory. Then training epochs stream the files again
-(`StreamedSequences`; per-step targets are read along with the features).
-Memory: one record batch and one chunk of series, the padded batches'
-buffers (`rows` series per length bucket), and O(n_series × n_features)
-small per-series numbers. `predict` and `score` hold what they return: one
+log-histogram within 3.4·10⁻⁴), each series' target(s) and weight (from
+`sample_weight`'s column), and, for per-step targets (target columns of
+which one varies within a series, a target data set laid out as X, or an
+(id, time)-indexed y: `TargetRows`), each series' count, mean and standard
+deviation of each target, from which the target scaling follows as in
+memory. Then training epochs stream the files again (`StreamedSequences`;
+per-step targets are read along with the features, a target data set in
+lockstep with X). Memory: one record batch and one chunk of series (of X,
+and of a target data set), the padded batches' buffers (`rows` series per
+length bucket), and O(n_series × n_features) small per-series numbers. `predict` and `score` hold what they return: one
 output (and for `score` one target) per series, or per observation of a
 per-step model.
 """
@@ -30,19 +31,138 @@ import jax
 import numpy as np
 import pandas as pd
 
-from ..data import MedianGap, ParquetSeries, RaggedPanel, open_parquet, order_by_ids, to_targets
+from ..data import (
+    MedianGap,
+    ParquetSeries,
+    RaggedPanel,
+    is_parquet_source,
+    open_parquet,
+    order_by_ids,
+    steps_by_series,
+    to_targets,
+)
 from ..training import StreamedSequences, predict_outputs
 from ._scaling import pooled_from_moments, series_moments
 
 
+@dataclasses.dataclass(frozen=True)
+class TargetRows:
+    """Targets read row by row along a Parquet X: `columns` of X; or, when
+    `aligned` is given, those columns of a second Parquet data set laid
+    out as X (`ParquetSeries.read_aligned`); or, when `by_step` is given,
+    a (series, time) MultiIndex y held in memory, split by series
+    (`steps_by_series`; `columns`: its columns, or one name for a Series).
+    `is_1d`: y named one column of X (a str), a target data set of one
+    column or a Series; otherwise the targets are (…, k), named by
+    `columns` as a DataFrame y's are in memory."""
+
+    columns: tuple
+    is_1d: bool
+    aligned: ParquetSeries | None = None
+    by_step: dict | None = None
+
+    @property
+    def names(self) -> tuple | None:
+        """The target names of 2-D targets (`TargetScaling.columns`), else None."""
+        return None if self.is_1d else self.columns
+
+    @property
+    def per_step_only(self) -> bool:
+        """Whether the targets are one per observation whatever their values
+        (as a MultiIndex y in memory): those given apart from X."""
+        return self.aligned is not None or self.by_step is not None
+
+    def read(self, source: ParquetSeries, *, extra=(), order=None):
+        """`source`'s chunks with their targets: (chunk, {column: (n_rows,)
+        values}), row-aligned with the chunk's input rows. `by_step`'s
+        series are checked against the chunk's (`to_targets`: steps and
+        times; a series of X missing from y raises a `ValueError` naming
+        it and the file)."""
+        if self.aligned is not None:
+            pairs = source.read_aligned(self.aligned, extra=extra, order=order)
+        elif self.by_step is not None:
+            pairs = ((chunk, self._given(chunk, source)) for chunk in source.read(extra=extra, order=order))
+        else:
+            for chunk in source.read(extra=(*self.columns, *extra), order=order):
+                yield chunk, {c: chunk.extra[c] for c in self.columns}
+            return
+        for chunk, values in pairs:
+            stacked = np.concatenate([v.reshape(len(v), -1) for v in values])
+            yield chunk, {c: stacked[:, j] for j, c in enumerate(self.columns)}
+
+    def _given(self, chunk, source: ParquetSeries) -> tuple:
+        """`by_step`'s targets of the chunk's series, checked: (L_i,) / (L_i, k) arrays."""
+        missing = [sid for sid in chunk.panel.ids if sid not in self.by_step]
+        if missing:
+            fragment = source.fragment_name(source.fragments[chunk.fragment], chunk.fragment)
+            raise ValueError(f"y has no entry for series {missing[0]!r} of X (in {fragment})")
+        items = [self.by_step[sid] for sid in chunk.panel.ids]
+        return to_targets(items, chunk.panel, numeric=True, kind="per_step").values
+
+    def check_ids(self, ids: RaggedPanel) -> None:
+        """A `by_step` y's series are X's, `ids` (`order_by_ids`'s errors)."""
+        if self.by_step is not None:
+            order_by_ids(list(self.by_step), ids)
+
+    def stacked(self, rows: dict) -> np.ndarray:
+        """The per-row targets (n_rows,) / (n_rows, k)."""
+        return rows[self.columns[0]] if self.is_1d else np.column_stack([rows[c] for c in self.columns])
+
+    def per_series(self, rows: dict, panel: RaggedPanel) -> np.ndarray:
+        """One target per series, (n,) / (n, k): each column must be the same
+        on every row of a series (a `ValueError` names the series and the
+        column)."""
+        values = [panel.rows_to_series(rows[c], f"column {c!r}") for c in self.columns]
+        return values[0] if self.is_1d else np.column_stack(values)
+
+    def per_step(self, rows: dict, panel: RaggedPanel) -> list:
+        """One (L_i,) / (L_i, k) array of targets per series of `panel`."""
+        return _series_rows(self.stacked(rows), panel)
+
+
+def read_targets(source: ParquetSeries, targets: TargetRows | None, *, extra=(), order=None):
+    """`source`'s chunks, each with its targets' rows (`TargetRows.read`;
+    None without `targets`)."""
+    if targets is not None:
+        yield from targets.read(source, extra=extra, order=order)
+        return
+    for chunk in source.read(extra=extra, order=order):
+        yield chunk, None
+
+
+def _target_rows(y, estimator) -> TargetRows | None:
+    """`y` as `TargetRows`: a str names a column of X; a list or tuple of
+    str several; a path (os.PathLike, not a str: that names a column) or a
+    `pyarrow.dataset.Dataset` is a target data set laid out as X, opened
+    with the estimator's `id_col` / `time_col`, whose other columns are
+    the targets; a (series, time) MultiIndex Series / DataFrame holds
+    per-step targets in memory. None for another `y` (given apart, one
+    per series by id)."""
+    if isinstance(y, TargetRows):
+        return y
+    if isinstance(y, str):
+        return TargetRows((y,), True)
+    if isinstance(y, (list, tuple)) and y and all(isinstance(c, str) for c in y):
+        if len(set(y)) != len(y):
+            raise ValueError(f"y names a column of X more than once: {list(y)}")
+        return TargetRows(tuple(y), False)
+    if isinstance(y, (pd.Series, pd.DataFrame)) and isinstance(y.index, pd.MultiIndex):
+        columns = tuple(str(c) for c in y.columns) if isinstance(y, pd.DataFrame) else ("y",)
+        return TargetRows(columns, isinstance(y, pd.Series), by_step=steps_by_series(y))
+    if isinstance(y, os.PathLike) or (not isinstance(y, (list, tuple)) and is_parquet_source(y)):
+        aligned = open_parquet(y, id_col=estimator.id_col, time_col=estimator.time_col)
+        return TargetRows(aligned.features, len(aligned.features) == 1, aligned)
+    return None
+
+
 def open_source(
     estimator, X, y=None, features=None, sample_weight=None
-) -> tuple[ParquetSeries, str | None, str | None]:
+) -> tuple[ParquetSeries, TargetRows | None, str | None]:
     """`X` opened with the estimator's `id_col` / `time_col` (and the
-    `features` columns alone, if given), the name of `y`'s column in it
-    (None when `y` is given apart) and that of `sample_weight`'s (None
-    when it is given apart, or not at all): neither is read as a feature."""
-    column = y if isinstance(y, str) else None
+    `features` columns alone, if given), `y` as `TargetRows` (None when `y`
+    is given apart, by id: `_targets_by_id`) and the name of
+    `sample_weight`'s column (None when it is given apart, or not at all):
+    neither target nor weight columns are read as features."""
     weight_column = sample_weight if isinstance(sample_weight, str) else None
     if estimator.id_col is None:
         where = os.fspath(X) if isinstance(X, (str, os.PathLike)) else type(X).__name__
@@ -50,14 +170,21 @@ def open_source(
             f"{type(estimator).__name__} reads the Parquet data set {where!r} with id_col (and "
             "time_col): set them, e.g. id_col='id', time_col='time'"
         )
-    source = open_parquet(
-        X,
-        id_col=estimator.id_col,
-        time_col=estimator.time_col,
-        exclude=tuple(c for c in (column, weight_column) if c is not None),
-        features=features,
-    )
-    return source, column, weight_column
+    targets = _target_rows(y, estimator)
+    of_x = () if targets is None or targets.per_step_only else targets.columns
+    try:
+        source = open_parquet(
+            X,
+            id_col=estimator.id_col,
+            time_col=estimator.time_col,
+            exclude=tuple(c for c in (*of_x, weight_column) if c is not None),
+            features=features,
+        )
+    except ValueError as error:
+        if isinstance(y, str) and os.path.exists(y):
+            raise ValueError(f"{error}; a str y names a column of X: give a target data set as a pathlib.Path") from error
+        raise
+    return source, targets, weight_column
 
 
 def ids_panel(ids, like: RaggedPanel, times=None) -> RaggedPanel:
@@ -101,7 +228,7 @@ class _Statistics:
     missing: bool = False
     gaps: MedianGap = dataclasses.field(default_factory=MedianGap)
 
-    def add(self, chunk, column, weight_column, per_step: bool) -> None:
+    def add(self, chunk, targets: TargetRows | None, rows, weight_column, per_step: bool) -> None:
         panel = chunk.panel
         if chunk.first == 0:
             self.offsets[chunk.fragment] = len(self.ids)
@@ -123,15 +250,15 @@ class _Statistics:
         self.stds.append(std)
         for t in panel.times:
             self.gaps.add(np.diff(t))
-        if column is not None:
-            values = chunk.extra[column]
-            try:
-                self.targets.append(panel.rows_to_series(values, f"column {column!r}"))
-            except ValueError as error:  # one target per observation, or an error
-                self.targets.append(np.asarray(values)[starts])
-                self.varying = error if self.varying is None else self.varying
+        if targets is not None:
+            if not targets.per_step_only:
+                try:
+                    self.targets.append(targets.per_series(rows, panel))
+                except ValueError as error:  # one target per observation, or an error
+                    self.targets.append(targets.stacked(rows)[starts])
+                    self.varying = error if self.varying is None else self.varying
             if per_step:  # checked as in memory (finite, numeric), then each series' moments
-                steps = to_targets(_series_rows(values, panel), panel, numeric=True, kind="per_step").values
+                steps = to_targets(targets.per_step(rows, panel), panel, numeric=True, kind="per_step").values
                 target_mean, target_std = series_moments(steps)
                 self.target_means.append(target_mean)
                 self.target_stds.append(target_std)
@@ -139,27 +266,26 @@ class _Statistics:
             self.weights.append(panel.rows_to_series(chunk.extra[weight_column], f"column {weight_column!r}"))
 
 
-def statistics_pass(source: ParquetSeries, column, weight_column=None, per_step: bool = False) -> _Statistics:
-    """One pass over `source` in file order (`_Statistics`); `per_step`:
-    also each series' moments of the targets in `column`."""
+def statistics_pass(
+    source: ParquetSeries, targets: TargetRows | None, weight_column=None, per_step: bool = False
+) -> _Statistics:
+    """One pass over `source` in file order (`_Statistics`), with the
+    `targets` read along; `per_step`: also each series' moments of its
+    targets."""
     stats = _Statistics()
-    extra = tuple(c for c in (column, weight_column) if c is not None)
-    for chunk in source.read(extra=extra):
-        stats.add(chunk, column, weight_column, per_step)
+    extra = () if weight_column is None else (weight_column,)
+    for chunk, rows in read_targets(source, targets, extra=extra):
+        stats.add(chunk, targets, rows, weight_column, per_step)
     if stats.first is None:
         raise ValueError(f"{source.where} holds no rows")
     return stats
 
 
 def _targets_by_id(y, source: ParquetSeries):
-    """`y` given apart from X: a pandas Series / DataFrame indexed by id, or
-    a pyarrow Table with the id column and the target column(s)."""
+    """`y` given apart from X, one target per series: a pandas Series /
+    DataFrame indexed by id, or a pyarrow Table with the id column and the
+    target column(s)."""
     if isinstance(y, (pd.Series, pd.DataFrame)):
-        if isinstance(y.index, pd.MultiIndex):
-            raise ValueError(
-                "with a Parquet X, per-step targets (one per observation) are a column of X: pass its "
-                "name as y; a y given apart from X has one target per series, indexed by id"
-            )
         return y
     if type(y).__module__.startswith("pyarrow") and hasattr(y, "to_pandas") and hasattr(y, "column_names"):
         if source.id_col not in y.column_names:
@@ -167,8 +293,9 @@ def _targets_by_id(y, source: ParquetSeries):
         frame = y.to_pandas().set_index(source.id_col)
         return frame.iloc[:, 0] if frame.shape[1] == 1 else frame
     raise TypeError(
-        "with a Parquet X, y is the name of a column of X, a pandas Series / DataFrame indexed "
-        f"by id, or a pyarrow Table keyed by {source.id_col!r}; got {type(y).__name__}"
+        "with a Parquet X, y is the name of a column of X (or a list of them), a Parquet data set "
+        "of targets laid out as X (a pathlib.Path or a pyarrow Dataset), a pandas Series / DataFrame "
+        f"indexed by id or by (id, time), or a pyarrow Table keyed by {source.id_col!r}; got {type(y).__name__}"
     )
 
 
@@ -193,35 +320,52 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
     """(prep, per_step, target state, `StreamedSequences`, n_inputs) for a
     fit on the Parquet data set `X` with targets `y` and `sample_weight`.
 
-    `y` names a column of X: one target per series when it is the same on
-    every row of each series, else one per observation (a per-step model;
-    a fitted model keeps its own kind); or y is given apart from X, one
-    target per series (`_targets_by_id`). `sample_weight`: see
-    `_weights_by_id`, checked by the estimator's `_check_sample_weight`."""
+    `y` names a column of X, or a list of them: one target (row) per
+    series when each is the same on every row of each series, else one per
+    observation (a per-step model; a fitted model keeps its own kind); or
+    y is a target data set laid out as X (`TargetRows`): one per
+    observation; or y is given apart from X, one target per series
+    (`_targets_by_id`). `sample_weight`: see `_weights_by_id`, checked by
+    the estimator's `_check_sample_weight`."""
     from ._base import finish_preprocessing
 
-    source, column, weight_column = open_source(estimator, X, y, sample_weight=sample_weight)
-    may_step = column is not None and (estimator.per_step_ if fitted else estimator._per_step_targets)
-    stats = statistics_pass(source, column, weight_column, per_step=may_step)
+    source, targets, weight_column = open_source(estimator, X, y, sample_weight=sample_weight)
+    stepped = targets is not None and targets.per_step_only
+    if stepped and not estimator._per_step_targets:
+        raise ValueError(
+            f"{type(estimator).__name__} takes one label per series: with a Parquet X, y names a column "
+            "of X or is given by id; a target data set or an (id, time)-indexed y holds one per observation"
+        )
+    may_step = targets is not None and (estimator.per_step_ if fitted else estimator._per_step_targets)
+    stats = statistics_pass(source, targets, weight_column, per_step=may_step or stepped)
     ids = ids_panel(stats.ids, stats.first)
+    if targets is not None:
+        targets.check_ids(ids)
     sample_weight = estimator._check_sample_weight(_weights_by_id(sample_weight, ids, stats.weights), ids)
-    per_step = may_step and (fitted or stats.varying is not None)
+    per_step = stepped or (may_step and (fitted or stats.varying is not None))
     if stats.varying is not None and not per_step:
         raise stats.varying
     if per_step:
-        targets = None
+        targets_by_series = None
         if fitted:
             target_state = estimator._target_state()
         else:
             counts = np.concatenate(stats.lengths)[:, None].astype(np.float64)
             means, stds = np.concatenate(stats.target_means), np.concatenate(stats.target_stds)
-            target_state = estimator._target_state_from_moments(counts, means, stds, sample_weight)
+            target_state = estimator._target_state_from_moments(
+                counts, means, stds, sample_weight, is_1d=targets.is_1d, columns=targets.names
+            )
     else:
-        y_all = np.concatenate(stats.targets) if column is not None else _targets_by_id(y, source)
-        targets, _, target_state = estimator._encode_targets(
+        if targets is None:
+            y_all = _targets_by_id(y, source)
+        elif targets.is_1d:
+            y_all = np.concatenate(stats.targets)
+        else:
+            y_all = pd.DataFrame(np.concatenate(stats.targets), index=pd.Index(ids.ids), columns=list(targets.columns))
+        targets_by_series, _, target_state = estimator._encode_targets(
             y_all, ids, state=estimator._target_state() if fitted else None, classes=classes, weights=sample_weight
         )
-    weights = estimator._weights(sample_weight, ids, targets, target_state)
+    weights = estimator._weights(sample_weight, ids, targets_by_series, target_state)
     lengths = np.concatenate(stats.lengths)
     if fitted:
         prep = estimator.preprocessing_
@@ -245,14 +389,13 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
 
     def chunks(rng):
         order = None if rng is None else rng.permutation(len(source.fragments))
-        for chunk in source.read(order=order, extra=(column,) if per_step else ()):
+        for chunk, rows in read_targets(source, targets if per_step else None, order=order):
             panel = estimator._check_fitted_inputs(chunk.panel, X) if fitted else chunk.panel
             positions = offsets[chunk.fragment] + chunk.first + np.arange(panel.n_series)
             if per_step:
-                rows = _series_rows(chunk.extra[column], panel)
-                chunk_targets, _, _ = estimator._encode_targets(rows, panel, state=target_state)
+                chunk_targets, _, _ = estimator._encode_targets(targets.per_step(rows, panel), panel, state=target_state)
             else:
-                chunk_targets = targets[positions]
+                chunk_targets = targets_by_series[positions]
             data = estimator._sequences(
                 panel, prep, chunk_targets, per_step, None if weights is None else weights[positions],
                 encoder=estimator.encoder,
@@ -264,31 +407,32 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
     return prep, per_step, target_state, data, n_inputs
 
 
-def predict(estimator, X, *, column=None, weight_column=None, read=None) -> tuple[RaggedPanel, list, list]:
+def predict(estimator, X, *, targets=None, weight_column=None, read=None) -> tuple[RaggedPanel, list, list]:
     """(a panel of X's ids, without data, with their times for a per-step
     model; the network's outputs per series, in X's order, per step trimmed
-    to (L_i, ...); `read(chunk)` of every chunk read, in order) for the
-    fitted `estimator` and the Parquet data set `X`: a cheap pass over the
-    id column for the lengths, then one over the data (`predict_outputs`
-    over a `StreamedSequences`, batched as in memory), with the target
-    `column` and `weight_column` (names, or None) read along. A non-finite
-    output raises a `ValueError` naming the series."""
+    to (L_i, ...); `read(chunk, rows)` of every chunk read, in order, with
+    its `targets`' rows (`TargetRows.read`)) for the fitted `estimator` and
+    the Parquet data set `X`: a cheap pass over the id column for the
+    lengths, then one over the data (`predict_outputs` over a
+    `StreamedSequences`, batched as in memory), with the `targets` (None or
+    `TargetRows`) and `weight_column` (a name, or None) read along. A
+    non-finite output raises a `ValueError` naming the series."""
     prep = estimator.preprocessing_
-    source, _, _ = open_source(estimator, X, column, features=prep.columns, sample_weight=weight_column)
-    columns = tuple(c for c in (column, weight_column) if c is not None)
+    source, targets, _ = open_source(estimator, X, targets, features=prep.columns, sample_weight=weight_column)
     ids, lengths, fragment = source.series_lengths()
     offsets = np.concatenate([[0], np.cumsum(np.bincount(fragment, minlength=len(source.fragments)))])
     first, times, results = [], [], []
 
     def chunks(rng):
-        for chunk in source.read(extra=columns):
+        extra = () if weight_column is None else (weight_column,)
+        for chunk, rows in read_targets(source, targets, extra=extra):
             panel = estimator._check_fitted_inputs(chunk.panel, X)
             if not first:
                 first.append(panel.subset([0]))
             if estimator.per_step_:
                 times.extend(panel.times)
             if read is not None:
-                results.append(read(dataclasses.replace(chunk, panel=panel)))
+                results.append(read(dataclasses.replace(chunk, panel=panel), rows))
             positions = offsets[chunk.fragment] + chunk.first + np.arange(panel.n_series)
             yield positions, estimator._sequences(panel, prep)
 
@@ -306,30 +450,35 @@ def predict(estimator, X, *, column=None, weight_column=None, read=None) -> tupl
 def scored(estimator, X, y, sample_weight=None, *, numeric: bool):
     """(a panel of X's ids, the network's outputs, the true targets, the
     series' weights or None) for the `score` of a fitted `estimator` on the
-    Parquet data set `X`, streamed: `y` names a column of X (checked and
-    aligned per chunk by `to_targets`, as in memory: one per series, or one
-    per observation for a per-step model) or is given apart, one per series
+    Parquet data set `X`, streamed: `y` names columns of X or is a target
+    data set laid out as X (`TargetRows`; checked and aligned per chunk by
+    `to_targets`, as in memory: one per series, or one per observation for
+    a per-step model) or is given apart, one per series
     (`_targets_by_id`); `sample_weight` as in `fit` (`_weights_by_id`).
-    The targets are a (n,) / (n, k) array, or per step a tuple of (L_i,)
-    arrays, as `to_targets` gives them in memory."""
+    The targets are a (n,) / (n, k) array, or per step a tuple of (L_i,) /
+    (L_i, k) arrays, as `to_targets` gives them in memory."""
     kind = "per_step" if estimator.per_step_ else "sequence"
-    column = y if isinstance(y, str) else None
+    targets = _target_rows(y, estimator)
     weight_column = sample_weight if isinstance(sample_weight, str) else None
-    if column is None and estimator.per_step_:
-        raise ValueError("a per-step model scores a Parquet X against a column of X: pass its name as y")
+    if targets is None and estimator.per_step_:
+        raise ValueError(
+            "a per-step model scores a Parquet X against columns of X (pass their names as y) or a "
+            "Parquet data set of targets laid out as X"
+        )
 
-    def read(chunk):
+    def read(chunk, rows):
         truth = weight = None
-        if column is not None:
-            rows = chunk.extra[column]
-            given = _series_rows(rows, chunk.panel) if estimator.per_step_ else rows
+        if targets is not None:
+            given = (targets.per_step if estimator.per_step_ else targets.per_series)(rows, chunk.panel)
             truth = to_targets(given, chunk.panel, numeric=numeric, kind=kind).values
         if weight_column is not None:
             weight = chunk.panel.rows_to_series(chunk.extra[weight_column], f"column {weight_column!r}")
         return truth, weight
 
-    panel, outputs, parts = predict(estimator, X, column=column, weight_column=weight_column, read=read)
-    if column is None:
+    panel, outputs, parts = predict(estimator, X, targets=targets, weight_column=weight_column, read=read)
+    if targets is not None:
+        targets.check_ids(panel)
+    if targets is None:
         source, _, _ = open_source(estimator, X, features=estimator.preprocessing_.columns)
         truth = to_targets(_targets_by_id(y, source), panel, numeric=numeric, kind=kind).values
     elif estimator.per_step_:
