@@ -22,8 +22,14 @@ from ..estimators import S5_CONSTRAINTS, TRAINING_CONSTRAINTS, SharedParameters
 from ..nn import IdentityEncoder, SequenceNetwork, make_blocks
 from ..training import (
     NetworkSpec,
+    Sequences,
     TrainingConfig,
+    agreed_seed,
+    check_same_data,
+    data_digest,
     enable_compilation_cache,
+    gather_rows,
+    is_distributed,
     predicted_batches,
     train,
 )
@@ -214,7 +220,7 @@ class Forecaster(BaseEstimator):
         lead = self._horizon_seconds(horizon, spans, panel.time_kind, time_scale)
         layout = StepLayout(values[0].shape[1], cycles, 0 if exog is None else exog[0].shape[1], time_scale, float(self.first_gap), memory=lead)
         stops = [held_out_start(t, self.validation_fraction) for t in times]
-        seed = check_random_state(self.random_state).randint(2**31 - 1)
+        seed = agreed_seed(check_random_state(self.random_state).randint(2**31 - 1))
         plan = self._window_plan(lead, stops, seed)
         train_parts, valid_parts = [], []
         for i, t in enumerate(times):
@@ -242,7 +248,10 @@ class Forecaster(BaseEstimator):
 
     def _train(self, layout: StepLayout, train_data, valid_data, seed: int):
         """(the trained `MultiHorizonNetwork`, the history) from examples
-        (`Sequences` or `StreamedSequences`)."""
+        (`Sequences` or `StreamedSequences`). Across processes every one
+        must hold the same examples in memory (checked)."""
+        if is_distributed() and isinstance(train_data, Sequences):
+            check_same_data(data_digest(train_data, valid_data))
         rng = np.random.default_rng(seed)
         config = TrainingConfig.from_estimator(self)
         result = train(
@@ -639,9 +648,9 @@ def held_out_calibration(model, data, batch_size: int, keep: float = 1.0, rng=No
     if data is None:
         return LeadCalibration()
     errors, variances, leads = [], [], []
-    for indices, batch, items in predicted_batches(model, data, batch_size):
-        all_targets, all_steps = np.asarray(batch["y"]), np.asarray(batch["extra"])
-        for row, (mean, var) in enumerate(items):
+    for _, rows, batch, items in predicted_batches(model, data, batch_size):
+        all_targets, all_steps = gather_rows((batch["y"], batch["extra"]))
+        for row, (mean, var) in zip(rows, items):
             L = len(mean)
             targets, steps = all_targets[row, :L], all_steps[row, :L]
             K = steps.shape[1] // (model.n_inputs + 1)

@@ -37,11 +37,14 @@ class Placement:
     shardings over the same devices, or None for JAX's default device.
 
     `local_rows` is the slice of each global batch's rows this process
-    supplies (`put_batch`), or None for all of them (a single process)."""
+    supplies (`put_batch`), or None for all of them (a single process);
+    `process_rows` the slice of every process, in process order (None in a
+    single process, or when every process supplies the whole batch)."""
 
     rows: NamedSharding | None = None
     replicated: NamedSharding | None = None
     local_rows: slice | None = None
+    process_rows: tuple[slice, ...] | None = None
 
     @property
     def n_devices(self) -> int:
@@ -56,8 +59,7 @@ class Placement:
             return batch
         if self.local_rows is None:
             return jax.device_put(batch, self.rows)
-        start, stop = self.local_rows.start, self.local_rows.stop
-        global_rows = stop - start if self.rows.is_fully_replicated else self.rows.mesh.size * (stop - start)
+        global_rows = self.local_rows.stop if self.process_rows is None else self.process_rows[-1].stop
         return {
             name: jax.make_array_from_process_local_data(self.rows, value, (global_rows, *np.shape(value)[1:]))
             for name, value in batch.items()
@@ -115,12 +117,21 @@ def _global_placement(rows: int) -> Placement:
     if rows % len(devices):
         return Placement(replicated, replicated, slice(0, rows))
     sharded = NamedSharding(mesh, PartitionSpec("rows"))
-    # This process's devices hold one contiguous block of rows (the mesh
+    # Each process's devices hold one contiguous block of rows (the mesh
     # lists each process's devices together, as `jax.devices()` does).
-    indices = sorted(index[0].indices(rows)[:2] for index in sharded.addressable_devices_indices_map((rows,)).values())
-    if any(a[1] != b[0] for a, b in zip(indices, indices[1:])):
-        raise RuntimeError(f"this process's devices do not hold contiguous rows of the batch: {indices}")
-    return Placement(sharded, replicated, slice(indices[0][0], indices[-1][1]))
+    blocks = []
+    for process in range(jax.process_count()):
+        indices = sorted(
+            index[0].indices(rows)[:2]
+            for device, index in sharded.devices_indices_map((rows,)).items()
+            if device.process_index == process
+        )
+        if not indices or any(a[1] != b[0] for a, b in zip(indices, indices[1:])):
+            raise RuntimeError(f"process {process}'s devices do not hold contiguous rows of the batch: {indices}")
+        blocks.append(slice(indices[0][0], indices[-1][1]))
+    if [b.start for b in blocks] != [0, *(b.stop for b in blocks[:-1])] or blocks[-1].stop != rows:
+        raise RuntimeError(f"the processes' blocks of rows do not follow each other: {blocks}")
+    return Placement(sharded, replicated, blocks[jax.process_index()], tuple(blocks))
 
 
 def gather_rows(tree: Any) -> Any:

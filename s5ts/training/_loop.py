@@ -215,7 +215,7 @@ def predict_outputs(
     steps with the states carried (`_chunks`): the same outputs, memory set
     by the chunk."""
     results: list = [None] * len(data)
-    for indices, _, items in predicted_batches(model, data, batch_size, chunk_length):
+    for indices, _, _, items in predicted_batches(model, data, batch_size, chunk_length):
         for i, item in zip(indices, items):
             results[i] = item
     return results
@@ -223,11 +223,15 @@ def predict_outputs(
 
 def predicted_batches(
     model, data: Sequences | StreamedSequences, batch_size: int, chunk_length: int | None = None
-) -> Iterator[tuple[np.ndarray, dict, list]]:
-    """`predict_outputs` one batch at a time: `(indices, batch, outputs)`
-    with the padded batch (its targets included, if `data` has them) and
-    the outputs of its series (as `predict_outputs` gives them), so a
-    caller can reduce them without holding every series' outputs."""
+) -> Iterator[tuple[np.ndarray, np.ndarray, dict, list]]:
+    """`predict_outputs` one batch at a time: `(indices, rows, batch,
+    outputs)` with the positions of the batch's series, the rows of the
+    padded batch they are in (its first rows, but across processes streamed
+    data has padding in every process's block), the batch (its targets
+    included, if `data` has them; across processes split over them:
+    `gather_rows` brings a key's rows to every process) and the outputs of
+    its series (as `predict_outputs` gives them), so a caller can reduce
+    them without holding every series' outputs."""
     rows = batch_rows(len(data), batch_size)
     data = _forward_only(data)
     lengths = data.lengths
@@ -239,14 +243,15 @@ def predicted_batches(
         else:
             parts = [gather_rows(o) for _, o in chunked_outputs(model, inputs, rows, chunk_length)]
             outputs = jax.tree.map(lambda *p: np.concatenate(p, axis=1), *parts)
+        at = np.flatnonzero(np.asarray(indices) >= 0)
         items = []
-        for row, i in enumerate(indices):
+        for row in at:
             item = jax.tree.map(lambda o: o[row], outputs)
             if data.per_step:
-                n = int(lengths[i])
+                n = int(lengths[indices[row]])
                 item = jax.tree.map(lambda o: o[:n], item)
             items.append(item)
-        yield indices, batch, items
+        yield np.asarray(indices)[at], at, batch, items
 
 
 # ----- configuration and state -----
