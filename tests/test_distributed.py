@@ -82,14 +82,18 @@ def _environment() -> dict:
     return env
 
 
-def _launch(tmp_path, script: str, *args, timeout=600):
+def _launch(tmp_path, script: str, *args, timeout=600, devices=None):
+    """`script args` as two processes, each of `devices` CPU devices (JAX's default, one, for None)."""
     path = tmp_path / "script.py"
     path.write_text(script)
+    env = _environment()
+    if devices is not None:
+        env["JAX_NUM_CPU_DEVICES"] = str(devices)
     return subprocess.run(
         [sys.executable, "-m", "s5ts.distributed", "--processes", "2", str(path), *args],
         capture_output=True,
         text=True,
-        env=_environment(),
+        env=env,
         cwd=tmp_path,
         timeout=timeout,
     )
@@ -155,6 +159,236 @@ def test_two_processes_agree_on_seed_data_and_checkpoints(tmp_path):
         assert int(out["epochs"]) == 2
         assert "process 1 was given other training data than process 0" in str(out["message"])
     np.testing.assert_array_equal(first["first"], second["first"])
+
+
+# Parquet data across processes: 22 series in 4 files, each process reading its own.
+PARQUET_DATA = textwrap.dedent(
+    """
+    import os
+    import numpy as np, pandas as pd, pyarrow as pa, pyarrow.parquet as pq
+
+    def write_parquet(folder, bad=None):
+        rng = np.random.default_rng(0)
+        frames = []
+        for i in range(22):
+            L = int(rng.integers(4, 30))
+            t = np.cumsum(rng.exponential(1.0, L))
+            frames.append(pd.DataFrame({"id": f"s{i:02d}", "time": t, "a": np.sin(t), "b": rng.normal(size=L),
+                                        "y": float(np.sin(t).mean())}))
+        df = pd.concat(frames, ignore_index=True)
+        if bad is not None:  # a time going backwards in series `bad`
+            df.loc[(df["id"] == bad).to_numpy().nonzero()[0][1], "time"] = -1.0
+        os.makedirs(folder, exist_ok=True)
+        for k, part in enumerate(np.array_split(df["id"].unique(), 4)):
+            table = pa.Table.from_pandas(df[df["id"].isin(part)], preserve_index=False)
+            pq.write_table(table, os.path.join(folder, f"part{k}.parquet"), row_group_size=50)
+        return df
+
+    def write_vitals(folder):  # vitals of 10 patients every 2 h or so, to forecast, in 5 files
+        rng = np.random.default_rng(1)
+        frames = []
+        for i in range(10):
+            h = np.cumsum(rng.exponential(2.0, int(rng.integers(40, 120))))
+            frames.append(pd.DataFrame({"id": f"u{i}", "time": pd.Timestamp("2024-03-01") + pd.to_timedelta(h, unit="h"),
+                                        "hr": 70 + 5 * np.sin(h / 12 + i), "temp": rng.normal(size=len(h))}))
+        df = pd.concat(frames, ignore_index=True)
+        os.makedirs(folder, exist_ok=True)
+        for k, part in enumerate(np.array_split(df["id"].unique(), 5)):
+            table = pa.Table.from_pandas(df[df["id"].isin(part)], preserve_index=False)
+            pq.write_table(table, os.path.join(folder, f"part{k}.parquet"), row_group_size=40)
+        return df
+    """
+)
+FORECASTER = "dict(id_col='id', time_col='time', n_layers=1, d_model=8, state_size=4, max_epochs=2, random_state=0)"
+PARQUET_COMMON = (
+    "dict(n_layers=1, d_model=8, state_size=4, max_epochs=2, batch_size=32, random_state=0, "
+    "validation_fraction=0.25, id_col='id', time_col='time', observation_dropout=0.0)"
+)
+
+PARQUET = PARQUET_DATA + textwrap.dedent(
+    f"""
+    import sys
+    import equinox as eqx
+    import jax
+    from s5ts import S5Regressor
+    from s5ts.data import ParquetSeries
+
+    from s5ts.forecasting import Forecaster
+
+    out, folder, other, bad, vitals = sys.argv[1:6]
+    read = set()  # the files this process reads, by index
+    plain_read, plain_lengths = ParquetSeries.read, ParquetSeries.series_lengths
+
+    def reading(self, *args, **kwargs):
+        for chunk in plain_read(self, *args, **kwargs):
+            read.add(chunk.fragment)
+            yield chunk
+
+    def lengths(self, files=None):
+        read.update(range(len(self.fragments)) if files is None else [int(f) for f in files])
+        return plain_lengths(self, files)
+
+    ParquetSeries.read, ParquetSeries.series_lengths = reading, lengths
+    est = S5Regressor(**{PARQUET_COMMON}).fit(folder, "y")
+    pred, score = est.predict(folder), est.score(folder, "y")
+    estimator_read = sorted(read)
+    parameters = np.concatenate(
+        [np.ravel(np.asarray(l)) for l in jax.tree.leaves(eqx.filter(est.model_, eqx.is_inexact_array))]
+    )
+    messages = []
+    for given in (other if jax.process_index() == 1 else folder, bad):  # other files on process 1; a bad series
+        try:
+            S5Regressor(**{PARQUET_COMMON}).fit(given, "y")
+            messages.append("")
+        except ValueError as error:
+            messages.append(str(error))
+    read.clear()
+    forecaster = Forecaster(**{FORECASTER}).fit(vitals, X=["temp"])
+    when = pd.DatetimeIndex([pd.Timestamp("2024-03-12"), pd.Timestamp("2024-03-13")])
+    future = pd.DataFrame({{"temp": 0.0}}, index=pd.MultiIndex.from_product([list(forecaster.series_), when]))
+    forecast = forecaster.predict(when, future).to_numpy()
+    np.savez(f"{{out}}.{{jax.process_index()}}.npz", parameters=parameters, pred=pred.to_numpy(), score=score,
+             ids=np.array(pred.index, dtype=str), read=np.array(estimator_read), messages=np.array(messages),
+             forecast=forecast, forecast_read=np.array(sorted(read)),
+             forecast_ids=np.array(list(forecaster.series_), dtype=str),
+             forecast_losses=np.array([h["train_loss"] for h in forecaster.history_]),
+             calibration=np.array(repr(forecaster.calibration_)),
+             scales=np.array([forecaster.time_scale_, forecaster.horizon_]))
+    """
+)
+
+
+def test_two_processes_stream_parquet_each_reading_its_own_files(tmp_path):
+    """Two processes fit, predict and score from a Parquet data set, each
+    reading only its own files (the statistics, every epoch, the
+    validation split and prediction), to the model one process fits from
+    the same files (each bucket one batch here, so the same batches); a
+    process given other files, or a bad series in one process's files,
+    makes both raise the same ValueError. The forecaster fits from files
+    too, each process reading its own: both processes the same forecaster,
+    with one process's statistics (its batches differ: at least four an
+    epoch)."""
+    namespace: dict = {}
+    exec(SETUP + PARQUET_DATA, namespace)
+    folder, other, bad, vitals = (str(tmp_path / name) for name in ("data", "other", "bad", "vitals"))
+    namespace["write_parquet"](folder)
+    namespace["write_parquet"](other)
+    os.remove(os.path.join(other, "part3.parquet"))
+    namespace["write_parquet"](bad, bad="s20")  # in the last file
+    namespace["write_vitals"](vitals)
+    result = _launch(tmp_path, PARQUET, str(tmp_path / "out"), folder, other, bad, vitals)
+    assert result.returncode == 0, result.stderr[-4000:]
+    first, second = (np.load(tmp_path / f"out.{i}.npz") for i in range(2))
+    for key in ("parameters", "pred", "score", "ids"):
+        np.testing.assert_array_equal(first[key], second[key], err_msg=key)
+    # each file read by one process alone
+    assert set(first["read"]).isdisjoint(second["read"]) and set(first["read"]) | set(second["read"]) == {0, 1, 2, 3}
+    for out in (first, second):
+        assert "process 1 sees other files of" in str(out["messages"][0])
+        assert "series 's20'" in str(out["messages"][1]) and "part3.parquet" in str(out["messages"][1])
+    one = namespace["S5Regressor"](**eval(PARQUET_COMMON)).fit(folder, "y")
+    pred = one.predict(folder)
+    np.testing.assert_array_equal(first["ids"], np.array(pred.index, dtype=str))
+    np.testing.assert_allclose(first["pred"], pred.to_numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(first["score"], one.score(folder, "y"), rtol=1e-5)
+    np.testing.assert_allclose(first["parameters"], namespace["parameters"](one), rtol=1e-5, atol=1e-6)
+    # the forecaster
+    for key in ("forecast", "forecast_ids", "forecast_losses", "calibration", "scales"):
+        np.testing.assert_array_equal(first[key], second[key], err_msg=key)
+    assert set(first["forecast_read"]).isdisjoint(second["forecast_read"])
+    assert set(first["forecast_read"]) | set(second["forecast_read"]) == set(range(5))
+    from s5ts.forecasting import Forecaster
+
+    alone = Forecaster(**eval(FORECASTER)).fit(vitals, X=["temp"])
+    assert first["forecast_ids"].tolist() == list(alone.series_)
+    np.testing.assert_array_equal(first["scales"], [alone.time_scale_, alone.horizon_])
+    assert np.isfinite(first["forecast"]).all() and first["forecast_losses"].shape == (2,)
+
+
+DEVICES = SETUP + PARQUET_DATA + textwrap.dedent(
+    f"""
+    import sys
+    from s5ts.training import placement_for
+
+    out, folder = sys.argv[1:3]
+    placement = placement_for(8)
+    assert placement.n_devices == 4 and [(b.start, b.stop) for b in placement.process_rows] == [(0, 4), (4, 8)]
+    est, pred = fit_predict("S5Regressor")
+    streamed = S5Regressor(**{PARQUET_COMMON}).fit(folder, "y")
+    np.savez(f"{{out}}.{{jax.process_index()}}.npz", pred=pred, parameters=parameters(est),
+             streamed=streamed.predict(folder).to_numpy())
+    """
+)
+
+
+def test_two_processes_of_two_devices_each(tmp_path):
+    """Processes of several devices each (a host with several GPUs) supply
+    the block of rows of all their devices, in memory and streamed: the
+    models are one process's, up to float32 rounding."""
+    namespace: dict = {}
+    exec(SETUP + PARQUET_DATA, namespace)
+    folder = str(tmp_path / "data")
+    namespace["write_parquet"](folder)
+    result = _launch(tmp_path, DEVICES, str(tmp_path / "out"), folder, devices=2)
+    assert result.returncode == 0, result.stderr[-4000:]
+    first, second = (np.load(tmp_path / f"out.{i}.npz") for i in range(2))
+    est, pred = namespace["fit_predict"]("S5Regressor")
+    streamed = namespace["S5Regressor"](**eval(PARQUET_COMMON)).fit(folder, "y").predict(folder).to_numpy()
+    for key, reference in (("pred", pred), ("parameters", namespace["parameters"](est)), ("streamed", streamed)):
+        np.testing.assert_array_equal(first[key], second[key], err_msg=key)
+        np.testing.assert_allclose(first[key], reference, rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+PARQUET_SLOW = PARQUET_DATA + textwrap.dedent(
+    """
+    import sys
+    import jax
+    from s5ts import S5Classifier
+    from s5ts.training import _loop
+
+    out, folder, checkpoints = sys.argv[1:4]
+    steps, step = [0], _loop.train_step
+
+    def counted(*args):
+        steps[0] += 1
+        return step(*args)
+
+    _loop.train_step = counted
+    small = dict(n_layers=1, d_model=8, state_size=4, max_epochs=2, batch_size=4, validation_fraction=0.25,
+                 id_col="id", time_col="time", observation_dropout=0.3)
+    df = write_parquet(folder)
+    df["label"] = np.where(df["y"] > df["y"].median(), "up", "down")
+    for k, part in enumerate(np.array_split(df["id"].unique(), 4)):
+        pq.write_table(pa.Table.from_pandas(df[df["id"].isin(part)].drop(columns="y"), preserve_index=False),
+                       os.path.join(folder, f"part{k}.parquet"), row_group_size=7)
+    clf = S5Classifier(random_state=None, **small).fit(folder, "label")
+    trained = steps[0]
+    first = S5Classifier(random_state=0, checkpoint_dir=checkpoints, **small).fit(folder, "label")
+    steps[0] = 0
+    again = S5Classifier(random_state=0, checkpoint_dir=checkpoints, **small).fit(folder, "label")
+    np.savez(f"{out}.{jax.process_index()}.npz", proba=clf.predict_proba(folder).to_numpy(), steps=trained,
+             restored_steps=steps[0], first=first.predict_proba(folder).to_numpy(),
+             again=again.predict_proba(folder).to_numpy())
+    """
+)
+
+
+@pytest.mark.slow
+def test_two_processes_stream_several_batches_with_dropout_and_checkpoints(tmp_path):
+    """Several global batches per bucket (batch 4: two rows a process),
+    observation dropout drawn over the whole batch, `random_state=None`
+    and a checkpoint directory, streamed from files read by one process
+    each: both processes train the same classifier, as many steps, and
+    restore the finished checkpoint without a step."""
+    result = _launch(tmp_path, PARQUET_SLOW, str(tmp_path / "out"), str(tmp_path / "data"), str(tmp_path / "ck"))
+    assert result.returncode == 0, result.stderr[-4000:]
+    first, second = (np.load(tmp_path / f"out.{i}.npz") for i in range(2))
+    for key in ("proba", "steps", "first", "again"):
+        np.testing.assert_array_equal(first[key], second[key], err_msg=key)
+    assert int(first["steps"]) >= 2 * 17 // 4  # 17 training series, 4 rows a step, 2 epochs
+    for out in (first, second):
+        assert int(out["restored_steps"]) == 0
+        np.testing.assert_array_equal(out["again"], out["first"])
 
 
 DIES = textwrap.dedent(

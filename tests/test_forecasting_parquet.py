@@ -210,3 +210,24 @@ def test_the_calibration_sample_is_bounded(tmp_path, monkeypatch):
     sampled = Forecaster(**params).fit(path, X=["temp"])
     assert len(sampled.calibration_.factors) <= len(everything.calibration_.factors)
     np.testing.assert_allclose(sampled.calibration_(np.array([0.5])), everything.calibration_(np.array([0.5])), rtol=0.5)
+
+
+def test_statistics_of_shares_merged_equal_one_pass(tmp_path):
+    """Each process's statistics of its own files, merged, are those of one
+    pass over every file (across processes: `tests/test_distributed.py`)."""
+    df = panel(n=7, missing=True)
+    forecaster = Forecaster(id_col="id", time_col="time", **SMALL)
+    source = _streaming.open_source(forecaster, write(df, tmp_path, files=4, row_group_size=23), ["temp"])
+    whole = _streaming._share_statistics(source, 0.2)
+    owners = np.array([1, 0, 0, 1])
+    shares = [_streaming._share_statistics(source, 0.2, np.flatnonzero(owners == p)) for p in (1, 0)]
+    merged = _streaming._Statistics.merged(shares)
+    for name in ("ids", "stops", "spans", "keys", "offsets", "time_kind", "first", "last", "any_gap"):
+        assert getattr(merged, name) == getattr(whole, name), name
+    for name in ("x_counts", "x_means", "x_stds"):
+        for a, b in zip(getattr(merged, name), getattr(whole, name), strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    for a, b in zip(merged.scales, whole.scales, strict=True):
+        np.testing.assert_array_equal(a.spread, b.spread)
+        np.testing.assert_array_equal(a.center, b.center)
+    assert merged.gaps.median() == whole.gaps.median()

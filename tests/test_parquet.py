@@ -163,6 +163,36 @@ def test_streamed_fit_and_predict_equal_in_memory(tmp_path):
         np.testing.assert_allclose(chunk.targets[:, 0] * scaling.std[0] + scaling.mean[0], y[positions], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("varying", [False, True])
+def test_statistics_of_shares_merged_equal_one_pass(tmp_path, varying):
+    """Each process's statistics of its own files (`share_statistics`),
+    merged, are those of one pass over every file: the same series in the
+    same order, moments, targets, weights, the first series, the error of
+    the first varying target and the median gap."""
+    df = long_frame(n=30, missing=True)
+    df["w"] = df["y"] + 1.0
+    if varying:
+        df.loc[df["id"] == "s017", "y"] = np.arange((df["id"] == "s017").sum(), dtype=float)
+    source = open_parquet(write(df, tmp_path, files=5, row_group_size=13), id_col="id", time_col="time", exclude=("y", "w"))
+    targets = _streaming.TargetRows(("y",), True)
+    whole = _streaming.share_statistics(source, targets, "w", per_step=True)
+    owners = np.array([1, 0, 2, 0, 1])
+    shares = [_streaming.share_statistics(source, targets, "w", True, np.flatnonzero(owners == p)) for p in range(3)]
+    merged = _streaming._Statistics.merged(shares[::-1])  # in any order of processes
+    assert merged.ids == whole.ids and merged.keys == whole.keys and merged.offsets == whole.offsets
+    for name in _streaming._Statistics.PER_CHUNK:
+        got, want = getattr(merged, name), getattr(whole, name)
+        assert len(got) == len(want), name
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    assert merged.first.ids == whole.first.ids and merged.missing and whole.missing
+    assert merged.gaps.median() == whole.gaps.median()
+    assert (merged.varying is None) == (not varying) and str(merged.varying) == str(whole.varying)
+    np.testing.assert_array_equal(merged.parts, np.repeat(np.arange(5), np.bincount(whole.parts)))
+    with pytest.raises(ValueError, match="series 's003' appears again"):
+        source.check_unique(["s001", "s003", "s002", "s003"], [0, 0, 1, 3])
+
+
 def test_streamed_classifier_with_validation(tmp_path):
     df = long_frame(n=40)
     df["y"] = np.where(df["y"] > 0, "up", "down")

@@ -20,6 +20,7 @@ from ._panel import time_scale_from as time_scale_from
 from ._panel import to_panel as to_panel
 from ._parquet import ParquetSeries as ParquetSeries
 from ._parquet import is_parquet_source as is_parquet_source
+from ._parquet import merge_in_file_order as merge_in_file_order
 from ._parquet import open_parquet as open_parquet
 from ._targets import Targets as Targets
 from ._targets import order_by_ids as order_by_ids
@@ -40,6 +41,7 @@ __all__ = [
     "gaps_from_times",
     "is_parquet_source",
     "make_batches",
+    "merge_in_file_order",
     "open_parquet",
     "order_by_ids",
     "pad_batch",

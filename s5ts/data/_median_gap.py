@@ -51,12 +51,39 @@ class MedianGap:
         self._count += gaps.size
         if self._exact is not None:
             self._exact.append(gaps)
-            if self._count <= self.exact_limit:
-                return
-            gaps, self._exact = np.concatenate(self._exact), None
-            self._histogram = np.zeros(int((LOG2_RANGE[1] - LOG2_RANGE[0]) * BINS_PER_OCTAVE), np.int64)
+            if self._count > self.exact_limit:
+                self._to_histogram()
+            return
+        self._histogram += self._binned(gaps)
+
+    def merge(self, other: "MedianGap") -> None:
+        """Add every gap `other` holds (a process's share of the data): the
+        median is then the one of all the gaps added to either, as if they
+        had been added to one (exact up to `exact_limit` in all).
+
+        >>> a, b = MedianGap(), MedianGap()
+        >>> a.add(np.array([1.0, 5.0])); b.add(np.array([2.0]))
+        >>> a.merge(b); a.median()
+        2.0
+        """
+        if other._exact is not None:
+            for gaps in other._exact:
+                self.add(gaps)
+            return
+        if self._exact is not None:
+            self._exact.append(np.zeros(0))
+            self._to_histogram()
+        self._count += other._count
+        self._histogram += other._histogram
+
+    def _to_histogram(self) -> None:
+        gaps, self._exact = np.concatenate(self._exact), None
+        self._histogram = np.zeros(int((LOG2_RANGE[1] - LOG2_RANGE[0]) * BINS_PER_OCTAVE), np.int64)
+        self._histogram += self._binned(gaps)
+
+    def _binned(self, gaps: np.ndarray) -> np.ndarray:
         index = np.floor((np.log2(gaps) - LOG2_RANGE[0]) * BINS_PER_OCTAVE).astype(np.int64)
-        self._histogram += np.bincount(np.clip(index, 0, self._histogram.size - 1), minlength=self._histogram.size)
+        return np.bincount(np.clip(index, 0, self._histogram.size - 1), minlength=self._histogram.size)
 
     def median(self) -> float:
         """The median gap (1.0 when no gap was added, as `time_scale_from`)."""

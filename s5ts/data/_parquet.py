@@ -97,6 +97,24 @@ class ParquetSeries:
     def fragments(self) -> list:
         return list(self.dataset.get_fragments())
 
+    def file_rows(self) -> np.ndarray:
+        """(n_files,) the rows of every file (fragment), from its metadata."""
+        return np.array([fragment.count_rows() for fragment in self.fragments], np.int64)
+
+    def file_names(self) -> list[str]:
+        """How messages name every file (fragment)."""
+        return [self.fragment_name(fragment, i) for i, fragment in enumerate(self.fragments)]
+
+    def check_unique(self, ids, where) -> None:
+        """Raise `_claim`'s ValueError for the first id of `ids` seen
+        before, `where` (n,) the file index of each: series read by
+        different processes, each of which checked only its own files."""
+        repeated = pd.Index(ids).duplicated()
+        if repeated.any():
+            i = int(np.flatnonzero(repeated)[0])
+            index = int(where[i])
+            self._claim(ids[i], {ids[i]}, self.fragment_name(self.fragments[index], index))
+
     def fragment_name(self, fragment, index: int) -> str:
         return str(getattr(fragment, "path", None) or f"fragment {index} of {self.where}")
 
@@ -225,12 +243,17 @@ class ParquetSeries:
             panel=panel, extra={c: frame[c].to_numpy() for c in extra}, fragment=index, first=first
         )
 
-    def series_lengths(self) -> tuple[list, np.ndarray, np.ndarray]:
+    def series_lengths(self, files: Iterable | None = None) -> tuple[list, np.ndarray, np.ndarray]:
         """(ids, lengths, fragment of each series) in data set order, from the
-        id column alone (a cheap pass; the order is checked as in `read`)."""
+        id column alone (a cheap pass; the order is checked as in `read`);
+        `files`: the indices of the fragments to read (default: all; the
+        result may then be empty)."""
         ids, lengths, where = [], [], []
         seen: set = set()
-        for index, fragment in enumerate(self.fragments):
+        fragments = self.fragments
+        for index in range(len(fragments)) if files is None else files:
+            index = int(index)
+            fragment = fragments[index]
             name = self.fragment_name(fragment, index)
             for batch in fragment.to_batches(columns=[self.id_col], batch_size=self.batch_size):
                 values = batch.column(0).to_pandas().to_numpy()
@@ -247,9 +270,34 @@ class ParquetSeries:
                     ids.append(sid)
                     lengths.append(int(count))
                     where.append(index)
-        if not ids:
+        if not ids and files is None:
             raise ValueError(f"{self.where} holds no rows")
         return ids, np.asarray(lengths, np.int64), np.asarray(where, np.int64)
+
+
+def merge_in_file_order(parts: list, out, per_series: tuple, per_chunk: tuple) -> list:
+    """Statistics gathered by several readers of a data set's files (one
+    process each), as one reader of every file in file order would have
+    gathered them: each of `parts` has `keys`, one `(fragment, first
+    series, series)` per chunk it read, lists `per_series` (one entry per
+    series, chunk after chunk) and `per_chunk` (one entry per chunk, or
+    empty); `out`'s lists of those names are extended chunk by chunk in
+    file order, and its `keys` and `offsets` (fragment → position of its
+    first series) set. Returns, per chunk in that order, (its part, its
+    index there)."""
+    starts = [np.cumsum([0, *(k[2] for k in part.keys)]) for part in parts]
+    chunks = sorted((key, p, c) for p, part in enumerate(parts) for c, key in enumerate(part.keys))
+    for key, p, c in chunks:
+        part = parts[p]
+        if key[1] == 0:
+            out.offsets[key[0]] = len(getattr(out, per_series[0]))
+        out.keys.append(key)
+        for name in per_series:
+            getattr(out, name).extend(getattr(part, name)[starts[p][c] : starts[p][c + 1]])
+        for name in per_chunk:
+            if getattr(part, name):
+                getattr(out, name).append(getattr(part, name)[c])
+    return [(p, c) for _, p, c in chunks]
 
 
 _ALIGNED = "the two data sets must hold the same series in the same files and order, with the same times"

@@ -534,8 +534,10 @@ class SequenceEstimator(BaseEstimator):
                 f"with one per {'step' if self.per_step_ else 'series'}"
             )
         given_valid = self._validation_sequences(validation_data, prep, target_state, per_step, fitted)
-        if is_distributed() and isinstance(data, Sequences):  # (streamed data is refused across processes)
-            check_same_data(data_digest(data, given_valid))
+        if is_distributed():
+            # In memory every process holds all the data; streamed, each
+            # reads its own files of one data set (checked by `_streaming`).
+            check_same_data(data_digest(data if isinstance(data, Sequences) else None, given_valid))
         config = self._config()
         fingerprint = None
         if config.checkpoint_dir is not None:

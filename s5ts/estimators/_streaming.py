@@ -36,12 +36,21 @@ from ..data import (
     ParquetSeries,
     RaggedPanel,
     is_parquet_source,
+    merge_in_file_order,
     open_parquet,
     order_by_ids,
     steps_by_series,
     to_targets,
 )
-from ..training import StreamedSequences, predict_outputs
+from ..training import (
+    FileShares,
+    StreamedSequences,
+    allgather_objects,
+    file_owners,
+    gather_results,
+    own_files,
+    predict_outputs,
+)
 from ._scaling import pooled_from_moments, series_moments
 
 
@@ -227,6 +236,38 @@ class _Statistics:
     first: RaggedPanel | None = None
     missing: bool = False
     gaps: MedianGap = dataclasses.field(default_factory=MedianGap)
+    # Each chunk's (fragment, first series in it, series): the order that
+    # `merged` restores across processes; and the key of `varying`'s chunk.
+    keys: list = dataclasses.field(default_factory=list)
+    varying_key: tuple | None = None
+
+    #: The lists with one entry per chunk (those that have any).
+    PER_CHUNK = ("lengths", "counts", "means", "stds", "targets", "target_means", "target_stds", "weights")
+
+    @property
+    def parts(self) -> np.ndarray:
+        """(n,) the file (fragment) of every series."""
+        return np.repeat(np.array([k[0] for k in self.keys], np.int64), [k[2] for k in self.keys])
+
+    @classmethod
+    def merged(cls, parts: list["_Statistics"]) -> "_Statistics":
+        """The statistics of every process's share (`parts`) as one pass over
+        the whole data set in file order would have gathered them: the
+        chunks of all shares sorted by file and place (each is read as one
+        process reads it), the gaps merged."""
+        out = cls()
+        merge_in_file_order(parts, out, ("ids",), cls.PER_CHUNK)
+        owned = [part for part in parts if part.keys]
+        if owned:
+            out.first = min(owned, key=lambda part: part.keys[0]).first
+        varied = [part for part in parts if part.varying is not None]
+        if varied:
+            first = min(varied, key=lambda part: part.varying_key)
+            out.varying, out.varying_key = first.varying, first.varying_key
+        out.missing = any(part.missing for part in parts)
+        for part in parts:
+            out.gaps.merge(part.gaps)
+        return out
 
     def add(self, chunk, targets: TargetRows | None, rows, weight_column, per_step: bool) -> None:
         panel = chunk.panel
@@ -234,6 +275,7 @@ class _Statistics:
             self.offsets[chunk.fragment] = len(self.ids)
         if self.first is None:
             self.first = panel.subset([0])
+        self.keys.append((chunk.fragment, chunk.first, panel.n_series))
         self.ids.extend(panel.ids)
         self.lengths.append(panel.lengths)
         stacked = np.concatenate(panel.values)
@@ -256,7 +298,8 @@ class _Statistics:
                     self.targets.append(targets.per_series(rows, panel))
                 except ValueError as error:  # one target per observation, or an error
                     self.targets.append(targets.stacked(rows)[starts])
-                    self.varying = error if self.varying is None else self.varying
+                    if self.varying is None:
+                        self.varying, self.varying_key = error, self.keys[-1]
             if per_step:  # checked as in memory (finite, numeric), then each series' moments
                 steps = to_targets(targets.per_step(rows, panel), panel, numeric=True, kind="per_step").values
                 target_mean, target_std = series_moments(steps)
@@ -267,17 +310,38 @@ class _Statistics:
 
 
 def statistics_pass(
-    source: ParquetSeries, targets: TargetRows | None, weight_column=None, per_step: bool = False
+    source: ParquetSeries,
+    targets: TargetRows | None,
+    weight_column=None,
+    per_step: bool = False,
+    owners: np.ndarray | None = None,
 ) -> _Statistics:
     """One pass over `source` in file order (`_Statistics`), with the
     `targets` read along; `per_step`: also each series' moments of its
-    targets."""
-    stats = _Statistics()
-    extra = () if weight_column is None else (weight_column,)
-    for chunk, rows in read_targets(source, targets, extra=extra):
-        stats.add(chunk, targets, rows, weight_column, per_step)
+    targets. Across processes (`owners`: `file_owners`), each reads its
+    own files (`share_statistics`) and the shares are merged
+    (`_Statistics.merged`)."""
+    if owners is None:
+        stats = share_statistics(source, targets, weight_column, per_step)
+    else:
+        stats = _Statistics.merged(
+            gather_results(lambda: share_statistics(source, targets, weight_column, per_step, own_files(owners)))
+        )
+        source.check_unique(stats.ids, stats.parts)
     if stats.first is None:
         raise ValueError(f"{source.where} holds no rows")
+    return stats
+
+
+def share_statistics(
+    source: ParquetSeries, targets: TargetRows | None, weight_column=None, per_step: bool = False, files=None
+) -> _Statistics:
+    """The statistics of the `files` of `source` (indices; default: all,
+    in file order)."""
+    stats = _Statistics()
+    extra = () if weight_column is None else (weight_column,)
+    for chunk, rows in read_targets(source, targets, extra=extra, order=files):
+        stats.add(chunk, targets, rows, weight_column, per_step)
     return stats
 
 
@@ -337,7 +401,8 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
             "of X or is given by id; a target data set or an (id, time)-indexed y holds one per observation"
         )
     may_step = targets is not None and (estimator.per_step_ if fitted else estimator._per_step_targets)
-    stats = statistics_pass(source, targets, weight_column, per_step=may_step or stepped)
+    owners = file_owners(source)
+    stats = statistics_pass(source, targets, weight_column, per_step=may_step or stepped, owners=owners)
     ids = ids_panel(stats.ids, stats.first)
     if targets is not None:
         targets.check_ids(ids)
@@ -388,7 +453,7 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
     offsets = stats.offsets
 
     def chunks(rng):
-        order = None if rng is None else rng.permutation(len(source.fragments))
+        order = own_files(owners, None if rng is None else rng.permutation(len(source.fragments)))
         for chunk, rows in read_targets(source, targets if per_step else None, order=order):
             panel = estimator._check_fitted_inputs(chunk.panel, X) if fitted else chunk.panel
             positions = offsets[chunk.fragment] + chunk.first + np.arange(panel.n_series)
@@ -403,7 +468,8 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
             yield positions, data
 
     elapsed = estimator._sequences(stats.first, prep, encoder=estimator.encoder).elapsed
-    data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=per_step, elapsed=elapsed)
+    shares = None if owners is None else FileShares(stats.parts, owners)
+    data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=per_step, elapsed=elapsed, shares=shares)
     return prep, per_step, target_state, data, n_inputs
 
 
@@ -419,24 +485,27 @@ def predict(estimator, X, *, targets=None, weight_column=None, read=None) -> tup
     non-finite output raises a `ValueError` naming the series."""
     prep = estimator.preprocessing_
     source, targets, _ = open_source(estimator, X, targets, features=prep.columns, sample_weight=weight_column)
-    ids, lengths, fragment = source.series_lengths()
+    owners = file_owners(source)
+    ids, lengths, fragment = series_lengths(source, owners)
     offsets = np.concatenate([[0], np.cumsum(np.bincount(fragment, minlength=len(source.fragments)))])
-    first, times, results = [], [], []
+    records = []  # per chunk read: (fragment, first, its first series, times, what `read` gave)
 
     def chunks(rng):
         extra = () if weight_column is None else (weight_column,)
-        for chunk, rows in read_targets(source, targets, extra=extra):
+        for chunk, rows in read_targets(source, targets, extra=extra, order=own_files(owners)):
             panel = estimator._check_fitted_inputs(chunk.panel, X)
-            if not first:
-                first.append(panel.subset([0]))
-            if estimator.per_step_:
-                times.extend(panel.times)
-            if read is not None:
-                results.append(read(dataclasses.replace(chunk, panel=panel), rows))
+            records.append((
+                chunk.fragment,
+                chunk.first,
+                panel.subset([0]),
+                panel.times if estimator.per_step_ else None,
+                None if read is None else read(dataclasses.replace(chunk, panel=panel), rows),
+            ))
             positions = offsets[chunk.fragment] + chunk.first + np.arange(panel.n_series)
             yield positions, estimator._sequences(panel, prep)
 
-    data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=estimator.per_step_, cap_length=False)
+    shares = None if owners is None else FileShares(fragment, owners)
+    data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=estimator.per_step_, cap_length=False, shares=shares)
     outputs = predict_outputs(estimator.model_, data, estimator.batch_size, estimator._prediction_chunk_length())
     for sid, output in zip(ids, outputs):
         if not all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(output)):
@@ -444,7 +513,27 @@ def predict(estimator, X, *, targets=None, weight_column=None, read=None) -> tup
                 f"series {sid!r}: the model's prediction is not finite; the network overflowed "
                 "on this input (features or gaps far outside those seen in fit?)"
             )
-    return ids_panel(ids, first[0], times if estimator.per_step_ else None), outputs, results
+    if owners is not None:  # every process's chunks, in file order
+        records = sorted((r for part in allgather_objects(records) for r in part), key=lambda r: r[:2])
+    times = [t for r in records for t in r[3]] if estimator.per_step_ else None
+    return ids_panel(ids, records[0][2], times), outputs, [r[4] for r in records]
+
+
+def series_lengths(source: ParquetSeries, owners: np.ndarray | None) -> tuple[list, np.ndarray, np.ndarray]:
+    """`source.series_lengths()`; across processes (`owners`) each reads
+    the id column of its own files and the shares are merged in file order."""
+    if owners is None:
+        return source.series_lengths()
+    parts = gather_results(lambda: source.series_lengths(own_files(owners)))
+    where = np.concatenate([part[2] for part in parts])
+    order = np.argsort(where, kind="stable")
+    ids = [sid for part in parts for sid in part[0]]
+    ids = [ids[i] for i in order]
+    lengths, where = np.concatenate([part[1] for part in parts])[order], where[order]
+    if not ids:
+        raise ValueError(f"{source.where} holds no rows")
+    source.check_unique(ids, where)
+    return ids, lengths, where
 
 
 def scored(estimator, X, y, sample_weight=None, *, numeric: bool):

@@ -33,10 +33,10 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from ..data import MedianGap, ParquetSeries, open_parquet
+from ..data import MedianGap, ParquetSeries, merge_in_file_order, open_parquet
 from ..data._parquet import SeriesChunk
 from ..estimators._scaling import pooled_from_moments, series_moments
-from ..training import StreamedSequences
+from ..training import FileShares, StreamedSequences, agreed_seed, file_owners, gather_results, own_files
 from ._calendar import choose_cycles
 from ._network import advance
 from ._steps import SeriesScale, StepLayout, observation_steps
@@ -131,24 +131,63 @@ class _Statistics:
     last: float = -np.inf
     time_kind: tuple | None = None
     any_gap: bool = False
+    # Each chunk's (fragment, first series in it, series): see `merged`.
+    keys: list = dataclasses.field(default_factory=list)
+
+    @property
+    def parts(self) -> np.ndarray:
+        """(n,) the file (fragment) of every series."""
+        return np.repeat(np.array([k[0] for k in self.keys], np.int64), [k[2] for k in self.keys])
+
+    @classmethod
+    def merged(cls, parts: list["_Statistics"]) -> "_Statistics":
+        """The statistics of every process's share of the files (`parts`), as
+        one pass over all of them in file order gathers them."""
+        out = cls()
+        merge_in_file_order(parts, out, ("ids", "stops", "spans", "scales"), ("x_counts", "x_means", "x_stds"))
+        owned = sorted((part for part in parts if part.keys), key=lambda part: part.keys[0])
+        for part in owned:
+            _same_kind(part.time_kind, owned[0].time_kind, part.ids[0])
+            out.gaps.merge(part.gaps)
+        out.time_kind = owned[0].time_kind if owned else None
+        out.first = min(part.first for part in parts)
+        out.last = max(part.last for part in parts)
+        out.any_gap = any(part.any_gap for part in parts)
+        return out
 
 
-def statistics_pass(source: _Source, validation_fraction: float) -> _Statistics:
+def _same_kind(kind: tuple, earlier: tuple, sid) -> None:
+    if kind != earlier:
+        raise TypeError(
+            f"series {sid!r} has {kind[0]} times (tz {kind[1]}), but earlier series have "
+            f"{earlier[0]} times (tz {earlier[1]})"
+        )
+
+
+def statistics_pass(source: _Source, validation_fraction: float, owners: np.ndarray | None = None) -> _Statistics:
+    """The statistics of every series (file order); across processes
+    (`owners`, `file_owners`) each process reads its own files and the
+    shares are merged."""
+    if owners is None:
+        return _share_statistics(source, validation_fraction)
+    stats = _Statistics.merged(gather_results(lambda: _share_statistics(source, validation_fraction, own_files(owners))))
+    source.parquet.check_unique(stats.ids, stats.parts)
+    return stats
+
+
+def _share_statistics(source: _Source, validation_fraction: float, files=None) -> _Statistics:
     from ._forecaster import check_observed
 
     stats = _Statistics()
-    for series, chunk in source.chunks():
+    for series, chunk in source.chunks(order=files):
         panel = chunk.panel
         if chunk.first == 0:
             stats.offsets[chunk.fragment] = len(stats.ids)
+        stats.keys.append((chunk.fragment, chunk.first, panel.n_series))
         kind = (panel.time_kind, panel.tz)
         if stats.time_kind is None:
             stats.time_kind = kind
-        elif kind != stats.time_kind:
-            raise TypeError(
-                f"series {series[0].id!r} has {kind[0]} times (tz {kind[1]}), but earlier series have "
-                f"{stats.time_kind[0]} times (tz {stats.time_kind[1]})"
-            )
+        _same_kind(kind, stats.time_kind, series[0].id)
         for one in series:
             check_observed(one.id, one.y, source.y_columns)
             stats.ids.append(one.id)
@@ -174,7 +213,8 @@ def parquet_fit(forecaster, y, X, horizon) -> dict:
     from ._forecaster import TOO_SHORT, SeriesState, exog_scaling, held_out_calibration, pooled_scale
 
     source = open_source(forecaster, y, X)
-    stats = statistics_pass(source, forecaster.validation_fraction)
+    owners = file_owners(source.parquet)
+    stats = statistics_pass(source, forecaster.validation_fraction, owners)
     time_kind = stats.time_kind
     meta = {
         "time_kind": time_kind,
@@ -194,7 +234,7 @@ def parquet_fit(forecaster, y, X, horizon) -> dict:
     lead = forecaster._horizon_seconds(horizon, np.asarray(stats.spans), time_kind[0], time_scale)
     d, e = len(source.y_columns), len(source.x_columns)
     layout = StepLayout(d, cycles, e, time_scale, float(forecaster.first_gap), memory=lead)
-    seed = check_random_state(forecaster.random_state).randint(2**31 - 1)
+    seed = agreed_seed(check_random_state(forecaster.random_state).randint(2**31 - 1))
     plan = forecaster._window_plan(lead, stats.stops, seed)
     offsets = stats.offsets
 
@@ -211,15 +251,27 @@ def parquet_fit(forecaster, y, X, horizon) -> dict:
                 for one in series
             ]
 
-    # The plan: the windows' lengths.
+    # The plan: the windows' lengths (across processes, each of its own
+    # series, gathered).
+    def plan_share():
+        counts, lengths, tails = {}, {}, {}
+        for chunk in examples(own_files(owners)):
+            for one, windows, tail in chunk:
+                counts[one.position] = len(windows)
+                lengths[one.position] = [len(w[1]) for w in windows]
+                if tail is not None:
+                    tails[one.position] = len(tail[1])
+        return counts, lengths, tails
+
+    shares = gather_results(plan_share) if owners is not None else [plan_share()]
     train_counts = np.zeros(len(stats.ids), np.int64)
-    train_lengths, held_out = [], {}
-    for chunk in examples():
-        for one, windows, tail in chunk:
-            train_counts[one.position] = len(windows)
-            train_lengths.extend(len(w[1]) for w in windows)
-            if tail is not None:
-                held_out[one.position] = len(tail[1])
+    by_series, held_out = {}, {}
+    for counts, lengths, tails in shares:
+        for position, count in counts.items():
+            train_counts[position] = count
+        by_series.update(lengths)
+        held_out.update(tails)
+    train_lengths = [n for position in sorted(by_series) for n in by_series[position]]
     if not train_lengths:
         raise ValueError(TOO_SHORT)
     first_window = np.concatenate([[0], np.cumsum(train_counts)[:-1]])
@@ -227,7 +279,7 @@ def parquet_fit(forecaster, y, X, horizon) -> dict:
     tails[sorted(held_out)] = np.arange(len(held_out))
 
     def training_chunks(rng):
-        order = None if rng is None else rng.permutation(len(source.parquet.fragments))
+        order = own_files(owners, None if rng is None else rng.permutation(len(source.parquet.fragments)))
         for chunk in examples(order):
             for one, w, _ in chunk:
                 if len(w) != train_counts[one.position]:  # the draws are seeded per series: never
@@ -238,16 +290,24 @@ def parquet_fit(forecaster, y, X, horizon) -> dict:
                 yield np.concatenate(positions), as_sequences(windows)
 
     def held_out_chunks(rng):
-        for chunk in examples(training=False):
+        for chunk in examples(own_files(owners), training=False):
             kept = [(tails[one.position], tail) for one, _, tail in chunk if tail is not None]
             if kept:
                 yield np.array([p for p, _ in kept], np.int64), as_sequences([t for _, t in kept])
 
-    train_data = StreamedSequences(np.asarray(train_lengths, np.int64), training_chunks, per_step=True, cap_length=False)
+    # Across processes: each window read with its series' file.
+    series_parts = stats.parts
+    train_shares = valid_shares = None
+    if owners is not None:
+        train_shares = FileShares(np.repeat(series_parts, train_counts), owners)
+        valid_shares = FileShares(series_parts[sorted(held_out)], owners)
+    train_data = StreamedSequences(
+        np.asarray(train_lengths, np.int64), training_chunks, per_step=True, cap_length=False, shares=train_shares
+    )
     valid_data = None
     if held_out:
         lengths = np.array([held_out[p] for p in sorted(held_out)], np.int64)
-        valid_data = StreamedSequences(lengths, held_out_chunks, per_step=True, cap_length=False)
+        valid_data = StreamedSequences(lengths, held_out_chunks, per_step=True, cap_length=False, shares=valid_shares)
     model, history = forecaster._train(layout, train_data, valid_data, seed)
 
     keep = 1.0
@@ -258,10 +318,17 @@ def parquet_fit(forecaster, y, X, horizon) -> dict:
 
     network = model.network
     init = network.init_state()
-    states = {}
-    for series, _ in source.chunks(offsets):
-        for one in series:
-            x, scale = standardised(one), scales[one.position]
-            u, gaps, _ = observation_steps(layout, one.times, one.y, x, scale)
-            states[one.id] = SeriesState.at_end(layout, one.times, one.y, x, scale, advance(network, init, u, gaps))
+
+    def states_share():
+        states = []
+        for series, _ in source.chunks(offsets, own_files(owners)):
+            for one in series:
+                x, scale = standardised(one), scales[one.position]
+                u, gaps, _ = observation_steps(layout, one.times, one.y, x, scale)
+                end = SeriesState.at_end(layout, one.times, one.y, x, scale, advance(network, init, u, gaps))
+                states.append((one.position, one.id, end))
+        return states
+
+    ends = gather_results(states_share) if owners is not None else [states_share()]
+    states = {sid: end for _, sid, end in sorted((e for part in ends for e in part), key=lambda e: e[0])}
     return forecaster._fitted(model, history, layout, lead, calibration, states, meta, default_scale, x_mean, x_std)

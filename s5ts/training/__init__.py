@@ -1,6 +1,7 @@
 """Training: batching of `Sequences` and thinning them (observation
 dropout), the optimiser and its schedule, the loop, early stopping,
-device placement (also across `jax.distributed` processes), losses, the
+device placement (also across `jax.distributed` processes, and the
+shares of streamed files each process reads), losses, the
 compilation cache and checkpoints of the loop (Orbax, for resumable fits).
 
 Used by the estimators, the sktime forecaster and the CRU baseline through
@@ -15,7 +16,7 @@ from ._cache import (
 )
 from ._checkpoint import Checkpoints, LoopState, check_fingerprint, data_digest, saved_fingerprint
 from ._devices import Placement, gather_rows, placement_for, to_default_device
-from ._distributed import agreed_seed, check_same_data, is_distributed, is_primary
+from ._distributed import agreed_seed, allgather_objects, check_same_data, gather_results, is_distributed, is_primary
 from ._early_stopping import EarlyStopping
 from ._initial import NetworkSpec
 from ._loop import (
@@ -47,6 +48,7 @@ from ._optimizer import (
     with_learning_rates,
 )
 from ._sequences import Sequences, batch_rows, iterate_batches, padded_batch, split_validation, steps_per_epoch
+from ._shards import FileShares, ShardedStep, file_owners, own_files, shard_plan, share_files
 from ._streaming import StreamedSequences
 from ._thinning import keep_observations, thin_observations
 
@@ -54,11 +56,13 @@ __all__ = [
     "Checkpoints",
     "LoopState",
     "EarlyStopping",
+    "FileShares",
     "LOSSES",
     "NetworkSpec",
     "NonFiniteLossError",
     "Placement",
     "Sequences",
+    "ShardedStep",
     "StreamedSequences",
     "SquaredErrorInUnits",
     "TrainingConfig",
@@ -66,6 +70,7 @@ __all__ = [
     "TrainingState",
     "VARIANCE_FLOOR",
     "agreed_seed",
+    "allgather_objects",
     "batch_rows",
     "check_fingerprint",
     "check_same_data",
@@ -75,6 +80,8 @@ __all__ = [
     "data_digest",
     "enable_compilation_cache",
     "evaluate",
+    "file_owners",
+    "gather_results",
     "gather_rows",
     "gaussian_nll_loss",
     "is_distributed",
@@ -83,6 +90,7 @@ __all__ = [
     "keep_observations",
     "make_optimizer",
     "mse_loss",
+    "own_files",
     "padded_batch",
     "parameter_labels",
     "placement_for",
@@ -93,6 +101,8 @@ __all__ = [
     "release_compiled_programs",
     "saved_fingerprint",
     "set_compilation_cache",
+    "shard_plan",
+    "share_files",
     "split_validation",
     "squared_error",
     "steps_per_epoch",

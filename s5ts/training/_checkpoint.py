@@ -39,6 +39,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
+from ._distributed import allgather_objects
 from ._early_stopping import EarlyStopping
 from ._sequences import Sequences
 
@@ -88,9 +89,15 @@ def _digest_into(digest, sequences) -> None:
             digest.update(b"none")
             continue
         if not isinstance(data, Sequences):  # streamed: its chunks in position order
+            # Across processes each reads its own files (`shares`): every
+            # process's digest of its share, in process order.
+            mine = hashlib.blake2b(digest_size=16) if data.shares is not None else digest
             for positions, part in data.chunks(None):
-                digest.update(np.ascontiguousarray(positions, np.int64).tobytes())
-                _digest_into(digest, (part,))
+                mine.update(np.ascontiguousarray(positions, np.int64).tobytes())
+                _digest_into(mine, (part,))
+            if data.shares is not None:
+                for share in allgather_objects(mine.digest()):
+                    digest.update(share)
             continue
         for name in ("inputs", "gaps", "extra", "targets", "weights"):
             digest.update(name.encode())

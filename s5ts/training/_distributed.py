@@ -25,6 +25,7 @@ that never start.
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -75,6 +76,42 @@ def agreed_seed(seed: int) -> int:
     from jax.experimental import multihost_utils
 
     return int(multihost_utils.broadcast_one_to_all(np.int32(seed)))
+
+
+def allgather_objects(value) -> list:
+    """`value` of every process, in process order (`[value]` in a single
+    process): each pickled, padded to the longest and gathered with
+    `multihost_utils.process_allgather`. For the small per-series numbers
+    a statistics pass gathers (ids, lengths, moments), not for bulk data."""
+    if not is_distributed():
+        return [value]
+    from jax.experimental import multihost_utils
+
+    mine = np.frombuffer(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), np.uint8)
+    sizes = np.asarray(multihost_utils.process_allgather(np.int64(mine.size))).reshape(-1)
+    padded = np.zeros(int(sizes.max()), np.uint8)
+    padded[: mine.size] = mine
+    everyone = np.asarray(multihost_utils.process_allgather(padded))
+    return [pickle.loads(everyone[p, : int(sizes[p])].tobytes()) for p in range(len(sizes))]
+
+
+def gather_results(compute):
+    """`compute()` on every process, its results in process order; when it
+    raised on some processes, the first one's exception is raised on every
+    process (rather than there alone, the others waiting for it in the next
+    collective until its heartbeats stop). In a single process:
+    `[compute()]`, any exception as it is."""
+    if not is_distributed():
+        return [compute()]
+    try:
+        mine = (True, compute())
+    except Exception as error:  # noqa: BLE001 - raised again below, on every process
+        mine = (False, error)
+    everyone = allgather_objects(mine)
+    failed = next((value for ok, value in everyone if not ok), None)
+    if failed is not None:
+        raise failed
+    return [value for _, value in everyone]
 
 
 def check_same_data(digest: str) -> None:

@@ -13,20 +13,29 @@ What differs from `Sequences` in memory: a batch holds series that come
 close together in the stream (within a bucket), not a uniform random draw
 of the bucket; files are read in a random order every epoch, and the batches
 that fill are emitted in the order they fill.
+
+Across `jax.distributed` processes (`shares`: `_shards.FileShares`), each
+process reads only its own files and supplies its block of rows of every
+global batch; `_shards.shard_plan` lays out which series each block holds
+at every step, the same on every process.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from collections.abc import Callable, Iterator
 
+import jax
 import numpy as np
 
 from ..data import assign_buckets, plan_buckets
 from ._devices import placement_for
+from ._distributed import allgather_objects
 from ._sequences import Sequences, padded_batch
-from ._thinning import thin_observations
+from ._shards import FileShares, shard_plan
+from ._thinning import draw_kept, keep_observations, thin_observations
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -39,6 +48,11 @@ class StreamedSequences:
       data; `rng` None: every series in position order (evaluation,
       prediction), else a shuffled order of chunks drawn from `rng`.
     - `per_step`, `cap_length`, `elapsed`: as in `Sequences`.
+    - `shares`: across processes, which process reads which series
+      (`FileShares`); `chunks(rng)` then yields this process's series
+      alone, its files in the order `rng.permutation(shares.n_files)`
+      (the one draw it makes; file order for `rng` None). None: this
+      process reads every series.
     """
 
     lengths: np.ndarray
@@ -46,15 +60,39 @@ class StreamedSequences:
     per_step: bool = False
     cap_length: bool = True
     elapsed: tuple[str, ...] = ("gaps",)
+    shares: FileShares | None = None
 
     def __len__(self) -> int:
         return int(len(self.lengths))
 
     def steps_per_epoch(self, rows: int) -> int:
-        """Batches an epoch takes: ⌈series / rows⌉ per bucket, as in memory."""
-        padded = assign_buckets(self.lengths, plan_buckets(self.lengths, cap=self.cap_length))
-        _, counts = np.unique(padded, return_counts=True)
+        """Batches an epoch takes: ⌈series / rows⌉ per bucket, as in memory
+        (across processes: `shard_plan`'s steps)."""
+        if self.shares is not None:
+            return len(self._plan(rows, None)[1])
+        _, counts = np.unique(self._padded(), return_counts=True)
         return int(sum(math.ceil(c / rows) for c in counts))
+
+    def _padded(self) -> np.ndarray:
+        return assign_buckets(self.lengths, plan_buckets(self.lengths, cap=self.cap_length))
+
+    def _plan(self, rows: int, order):
+        """(the placement, `shard_plan`'s steps) of batches of `rows` rows
+        read across processes in the files' `order`."""
+        placement = placement_for(rows)
+        if jax.process_count() == 1:  # one process reading its own (all the) files
+            return placement, shard_plan(self._padded(), self.shares, order, rows, 1)
+        if placement.process_rows is None:
+            raise ValueError(
+                f"a batch of {rows} rows cannot be split evenly over the {placement.n_devices} devices of "
+                f"{jax.process_count()} processes, so each process would need every series: set "
+                "batch_size to a multiple of the number of devices (jax.device_count())"
+            )
+        blocks = placement.process_rows
+        sizes = {b.stop - b.start for b in blocks}
+        if len(sizes) != 1:
+            raise ValueError(f"the processes supply blocks of different sizes of each batch: {blocks}")
+        return placement, shard_plan(self._padded(), self.shares, order, sizes.pop(), len(blocks))
 
     def subset(self, keep: np.ndarray) -> "StreamedSequences":
         """The series at the sorted positions `keep`, renumbered 0..len(keep)-1."""
@@ -69,7 +107,8 @@ class StreamedSequences:
                 if mine.size:
                     yield new[positions[mine]], data.subset(mine)
 
-        return dataclasses.replace(self, lengths=self.lengths[keep], chunks=picked)
+        shares = None if self.shares is None else self.shares.subset(keep)
+        return dataclasses.replace(self, lengths=self.lengths[keep], chunks=picked, shares=shares)
 
     def iterate_batches(
         self,
@@ -80,12 +119,17 @@ class StreamedSequences:
         observation_dropout: float = 0.0,
     ) -> Iterator[tuple[np.ndarray, dict]]:
         """(positions, batch) pairs, as `iterate_batches` gives for
-        `Sequences`: every series once, `steps_per_epoch(rows)` batches."""
+        `Sequences`: every series once, `steps_per_epoch(rows)` batches.
+        Across processes (`shares`), the positions are those of the whole
+        global batch, -1 at rows of padding."""
+        if self.shares is not None:
+            yield from self._sharded_batches(rows, shuffle, rng, observation_dropout)
+            return
         placement = placement_for(rows)
         if placement.local_rows is not None:
             raise ValueError(
-                "data streamed from Parquet is read by one process; across jax.distributed processes "
-                "pass the data in memory (docs/scaling.md)"
+                "this streamed data is read whole by every process; across jax.distributed processes "
+                "it needs shares of its files (FileShares), or pass the data in memory (docs/scaling.md)"
             )
         buckets = plan_buckets(self.lengths, cap=self.cap_length)
         padded = assign_buckets(self.lengths, buckets)
@@ -115,6 +159,58 @@ class StreamedSequences:
         for length in sorted(buffers):
             if buffers[length]:
                 yield emit(buffers[length], length)
+
+    def _sharded_batches(self, rows, shuffle, rng, observation_dropout):
+        """`iterate_batches` across processes: this process reads its own
+        files and pads its block of every step of `shard_plan`, holding the
+        series it has read ahead of the others. Thinning is drawn over the
+        whole global batch's mask (from the plan's lengths), so every
+        process draws the same numbers."""
+        order = copy.deepcopy(rng).permutation(self.shares.n_files) if shuffle else None
+        placement, plan = self._plan(rows, order)
+        me, blocks = jax.process_index(), placement.process_rows or (slice(0, rows),)
+        local = blocks[me].stop - blocks[me].start
+        stream = self.chunks(rng if shuffle else None)
+        arrived: dict[int, Sequences] = {}
+
+        def read_until(position):
+            while position not in arrived:
+                chunk = next(stream, None)
+                if chunk is None:
+                    raise RuntimeError(f"series {position} is not in this process's files (process {me})")
+                for i, p in enumerate(chunk[0]):
+                    arrived[int(p)] = chunk[1].subset([i])
+
+        # One series of any process: the kind of arrays a block of padding
+        # alone is made of (a process whose files hold none of this data's
+        # series takes another's, all of them gathering it together).
+        first = self.shares.read_order(me, order)[:1]
+        for position in first:
+            read_until(int(position))
+        template = arrived[int(first[0])] if len(first) else None
+        if any(not len(self.shares.read_order(p, None)) for p in range(len(blocks))):
+            template = next(t for t in allgather_objects(template) if t is not None)
+        for step in plan:
+            mine = step.rows[me]
+            for position in mine:
+                read_until(int(position))
+            items = [arrived.pop(int(p)) for p in mine]
+            data = _concatenate(items) if items else template
+            batch = padded_batch(
+                dataclasses.replace(data, cap_length=self.cap_length), np.arange(len(items)), local, step.length
+            )
+            indices = np.full(rows, -1, np.int64)
+            row_lengths = np.zeros(rows, np.int64)
+            for block, positions in zip(blocks, step.rows):
+                indices[block.start : block.start + len(positions)] = positions
+                row_lengths[block.start : block.start + len(positions)] = self.lengths[positions]
+            if observation_dropout > 0:
+                mask = np.arange(step.length)[None, :] < row_lengths[:, None]
+                kept = draw_kept(mask, observation_dropout, rng)[blocks[me]]
+                batch = keep_observations(batch, kept, per_step=self.per_step, elapsed=self.elapsed)
+            yield indices, placement.put_batch(batch)
+        if next(stream, None) is not None or arrived:
+            raise RuntimeError(f"process {me} read series that no step of the plan holds")
 
 
 def _concatenate(parts: list[Sequences]) -> Sequences:
