@@ -10,7 +10,15 @@ with two CPU devices (`JAX_NUM_CPU_DEVICES=2`: the same split of every
 batch, and a third throughput). `EPOCHS=3` in the environment for a
 shorter run.
 
+`--parquet`: the same series written to 8 Parquet files and fitted from
+them, streamed; two processes then each read their own 4 files
+(docs/scaling.md, "Parquet across processes"). Their batches are not
+those of one process (each process fills its half of every batch from its
+own files), so the difference to one process is that of another draw of
+the batches, not rounding.
+
     python3 benchmarks/distributed.py
+    python3 benchmarks/distributed.py --parquet
 """
 
 from __future__ import annotations
@@ -25,18 +33,34 @@ import numpy as np
 
 EPOCHS = int(os.environ.get("EPOCHS", 6))
 
-_CHILD = r"""
-import sys, time
+_DATA = r"""
+import os, sys, time
 import equinox as eqx, jax, numpy as np
-from s5ts import S5Regressor
 rng = np.random.default_rng(0)
 lengths = rng.integers(20, 200, size=256)
 times = [np.cumsum(rng.exponential(1.0, n)) for n in lengths]
 X = [np.column_stack([np.sin(t), rng.normal(size=n)]).astype(np.float32) for t, n in zip(times, lengths)]
 y = np.array([x[:, 0].mean() for x in X])
-est = S5Regressor(max_epochs=%d, batch_size=32, n_iter_no_change=None, validation_fraction=0.0, random_state=0)
+
+
+def write_parquet(folder, files=8):
+    import pandas as pd, pyarrow as pa, pyarrow.parquet as pq
+    os.makedirs(folder, exist_ok=True)
+    frames = [pd.DataFrame({"id": i, "time": t, "a": x[:, 0], "b": x[:, 1], "y": y[i]})
+              for i, (t, x) in enumerate(zip(times, X))]
+    for k, part in enumerate(np.array_split(np.arange(len(X)), files)):
+        table = pa.Table.from_pandas(pd.concat([frames[i] for i in part]), preserve_index=False)
+        pq.write_table(table, os.path.join(folder, f"part{k}.parquet"))
+"""
+
+_CHILD = _DATA + r"""
+from s5ts import S5Regressor
+parquet = sys.argv[2] if len(sys.argv) > 2 else None
+columns = dict(id_col="id", time_col="time") if parquet else {}
+est = S5Regressor(max_epochs=%d, batch_size=32, n_iter_no_change=None, validation_fraction=0.0, random_state=0,
+                  **columns)
 started = time.perf_counter()
-est.fit(X, y, times=times)
+est.fit(parquet, "y") if parquet else est.fit(X, y, times=times)
 wall = time.perf_counter() - started
 train_seconds = sum(r["train_seconds"] for r in est.history_)
 leaves = jax.tree.leaves(eqx.filter(est.model_, eqx.is_inexact_array))
@@ -47,7 +71,7 @@ np.savez(f"{sys.argv[1]}.{jax.process_index()}.npz",
 """ % EPOCHS
 
 
-def run(folder: str, name: str, processes: int, devices: int = 1) -> list[dict]:
+def run(folder: str, name: str, processes: int, devices: int = 1, parquet: str | None = None) -> list[dict]:
     script = os.path.join(folder, "fit.py")
     with open(script, "w") as f:
         f.write(_CHILD)
@@ -56,20 +80,32 @@ def run(folder: str, name: str, processes: int, devices: int = 1) -> list[dict]:
     env.pop("JAX_NUM_CPU_DEVICES", None)
     if devices > 1:
         env["JAX_NUM_CPU_DEVICES"] = str(devices)
-    command = [sys.executable, script, out]
+    command = [sys.executable, script, out, *([parquet] if parquet else [])]
     if processes > 1:
-        command = [sys.executable, "-m", "s5ts.distributed", "--processes", str(processes), script, out]
+        command = [sys.executable, "-m", "s5ts.distributed", "--processes", str(processes), *command[1:]]
     subprocess.run(command, env=env, check=True, capture_output=True)
     return [dict(np.load(f"{out}.{i}.npz")) for i in range(processes)]
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--parquet", action="store_true", help="fit from 8 Parquet files, streamed")
+    options = parser.parse_args()
     runs = {"1 process": (1, 1), "2 processes": (2, 1), "1 process, 2 CPU devices": (1, 2)}
     results, walls = {}, {}
     with tempfile.TemporaryDirectory() as folder:
+        parquet = None
+        if options.parquet:
+            namespace: dict = {}
+            exec(_DATA, namespace)
+            parquet = os.path.join(folder, "data")
+            namespace["write_parquet"](parquet)
+            print("streamed from 8 Parquet files")
         for i, (name, (processes, devices)) in enumerate(runs.items()):
             started = time.perf_counter()
-            results[name] = run(folder, f"run{i}", processes, devices)
+            results[name] = run(folder, f"run{i}", processes, devices, parquet)
             walls[name] = time.perf_counter() - started
     rates = {name: float(r[0]["observations"] / r[0]["train_seconds"]) for name, r in results.items()}
     for name in runs:
