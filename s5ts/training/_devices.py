@@ -2,8 +2,11 @@
 
 The network sees one series and batches are `jax.vmap`ped, so a batch whose
 rows lie on several devices needs no change to the model: `jit` partitions the
-vmapped computation by its inputs' shardings and sums the gradients across
-devices. Parameters and optimiser state are replicated on every device.
+vmapped computation (predictions, validation) by its inputs' shardings, and
+the training step maps the gradient over the devices' rows with
+`jax.shard_map`, summing loss and gradients across devices as one vector
+(`_loop._loss_and_grads`). Parameters and optimiser state are replicated on
+every device.
 
 This is what makes several CPU cores useful for the sequential scan, whose
 loop XLA runs on one thread per device: with `JAX_NUM_CPU_DEVICES=2` (set

@@ -27,6 +27,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
+from jax.sharding import PartitionSpec
 
 from ._cache import release_compiled_programs
 from ._checkpoint import Checkpoints, LoopState
@@ -84,13 +86,15 @@ def timed(fn, *args):
 # ----- the compiled functions -----
 
 
-def _batched_outputs(model, batch, key, inference):
+def _batched_outputs(model, batch, key, inference, *, keys=None):
     """The network on every row of `batch`: its `batch` method where it has
     one (`SequenceNetwork.batch`: the encoder on all steps at once), else
-    `jax.vmap` of its call."""
+    `jax.vmap` of its call. Row i's dropout key is `jax.random.split(key,
+    rows)[i]` (or `keys[i]`, split already)."""
     extra = batch.get("extra")
     rows = batch["u"].shape[0]
-    keys = None if key is None else jax.random.split(key, rows)
+    if keys is None and key is not None:
+        keys = jax.random.split(key, rows)
     if hasattr(model, "batch"):
         return model.batch(batch["u"], batch["gaps"], batch["mask"], extra, keys=keys, inference=inference)
 
@@ -107,6 +111,45 @@ def _mean_loss(outputs, batch, loss_fn):
 
 def _loss(model, batch, key, loss_fn):
     return _mean_loss(_batched_outputs(model, batch, key, inference=False), batch, loss_fn)
+
+
+def _loss_and_grads(model, batch, key, loss_fn, mesh):
+    """(the batch's mean loss, its gradient with respect to the model's
+    inexact arrays).
+
+    With `mesh` (the batch's rows split over its devices, `_devices`), data
+    parallelism is written out with `jax.shard_map`: each device takes the
+    gradient of the summed loss of its own rows, and the sums (loss, weight,
+    gradients) are added across devices in one all-reduce of one flat
+    vector, then divided by the total weight. Left to XLA's partitioner,
+    the step made three all-reduces, one of them of every gradient array
+    (25 for the default network), and XLA's CPU collectives (gloo) make one
+    round trip per array: across two processes on one machine that cost
+    about 9 ms a step (92 ms with each process pinned to a core), against
+    0.5 ms (4 ms) for the same numbers as one vector (docs/scaling.md).
+    Each row keeps the dropout key it has without a mesh."""
+    if mesh is None:
+        return eqx.filter_value_and_grad(_loss)(model, batch, key, loss_fn)
+    arrays, static = eqx.partition(model, eqx.is_array)
+    keys = None if key is None else jax.random.split(key, batch["u"].shape[0])
+
+    def summed(arrays, batch, keys):
+        def total(model):
+            outputs = _batched_outputs(model, batch, None, inference=False, keys=keys)
+            return loss_fn(outputs, batch["y"], batch["weights"])
+
+        (total_loss, count), grads = eqx.filter_value_and_grad(total, has_aux=True)(eqx.combine(arrays, static))
+        flat, unflatten = ravel_pytree((total_loss, count, grads))
+        return unflatten(jax.lax.psum(flat, "rows"))
+
+    rows = PartitionSpec("rows")
+    # check_vma=False: the scans' carries start from unsharded zeros (the
+    # gradient is taken inside, so no autodiff crosses the map).
+    total_loss, count, grads = jax.shard_map(
+        summed, mesh=mesh, in_specs=(PartitionSpec(), rows, rows), out_specs=PartitionSpec(), check_vma=False
+    )(arrays, batch, keys)
+    scale = 1.0 / jnp.maximum(count, 1e-12)
+    return total_loss * scale, jax.tree.map(lambda g: g * scale, grads)
 
 
 def _chunk_loss(model, batch, states, key, loss_fn):
@@ -136,9 +179,11 @@ def _update(model, opt_state, grads, learning_rates, optimizer):
 
 
 @eqx.filter_jit
-def train_step(model, opt_state, batch, learning_rates, key, optimizer, loss_fn):
-    """One optimiser step at `learning_rates`; returns (model, opt_state, loss)."""
-    loss, grads = eqx.filter_value_and_grad(_loss)(model, batch, key, loss_fn)
+def train_step(model, opt_state, batch, learning_rates, key, optimizer, loss_fn, mesh=None):
+    """One optimiser step at `learning_rates`; returns (model, opt_state,
+    loss). `mesh`: the devices the batch's rows are split over, or None
+    (`_loss_and_grads`)."""
+    loss, grads = _loss_and_grads(model, batch, key, loss_fn, mesh)
     return *_update(model, opt_state, grads, learning_rates, optimizer), loss
 
 
@@ -447,7 +492,10 @@ def train(
                 return TrainingResult(model=best_model, state=state, best_epoch=best_epoch)
     # Replicated over the devices that share each batch; back on the default
     # device in the result.
-    model, opt_state, best_model = placement_for(rows).replicate((state.model, state.opt_state, best_model))
+    placement = placement_for(rows)
+    model, opt_state, best_model = placement.replicate((state.model, state.opt_state, best_model))
+    # Rows split over several devices: data parallelism written out (`_loss_and_grads`).
+    mesh = None if placement.rows is None or placement.rows.is_fully_replicated else placement.rows.mesh
     step = state.step
     history = list(state.history)
     # `good` is the state after the last epoch that finished with a finite
@@ -488,7 +536,7 @@ def train(
                 progress.before_step(batch)
                 if chunk_length is None:
                     (model, opt_state, loss), seconds = timed(
-                        train_step, model, opt_state, batch, rates, step_key, optimizer, loss_fn
+                        train_step, model, opt_state, batch, rates, step_key, optimizer, loss_fn, mesh
                     )
                 else:
                     states = zero_states(model, rows) if first else states
