@@ -124,9 +124,10 @@ def _loss_and_grads(model, batch, key, loss_fn, mesh):
     vector, then divided by the total weight. Left to XLA's partitioner,
     the step made three all-reduces, one of them of every gradient array
     (25 for the default network), and XLA's CPU collectives (gloo) make one
-    round trip per array: across two processes on one machine that cost
-    about 9 ms a step (92 ms with each process pinned to a core), against
-    0.5 ms (4 ms) for the same numbers as one vector (docs/scaling.md).
+    round trip per array: across two processes on one machine the sum of
+    the default network's gradients took 13.6 ms (106 ms with each process
+    pinned to a core) against 1.9 ms as one vector (docs/scaling.md,
+    `benchmarks/collectives.py`).
     Each row keeps the dropout key it has without a mesh."""
     if mesh is None:
         return eqx.filter_value_and_grad(_loss)(model, batch, key, loss_fn)
