@@ -18,7 +18,6 @@ from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
-
 from _timing import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -74,9 +74,9 @@ for path in (_ROOT, _ROOT / "benchmarks"):
         sys.path.insert(0, str(path))
 
 import _accuracy_data as D  # noqa: E402
-from _report import choose, run_context, table, write_raw  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from _report import choose, run_context, table, write_raw  # noqa: E402
 from scipy.stats import rankdata  # noqa: E402
 from sklearn.dummy import DummyClassifier, DummyRegressor  # noqa: E402
 from sklearn.ensemble import (  # noqa: E402

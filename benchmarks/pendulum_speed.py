@@ -29,16 +29,17 @@ from _timing import print_header, print_table, seconds, time_interleaved
 
 from s5ts.data import to_panel
 from s5ts.datasets import load_pendulum
-from s5ts.training import placement_for
-from s5ts.training import make_optimizer, padded_batch, train_step
 from s5ts.experiments.pendulum import PRESETS, make_model
+from s5ts.training import make_optimizer, padded_batch, placement_for, train_step
 
 OFFICIAL_STEP_SECONDS = 0.65  # measured once: official S5 code, batch 32, this kind of CPU
 
 
 def _step_call(estimator, panel, y, rows):
     """The compiled training step of a fitted estimator and one real batch."""
-    data = estimator._sequences(panel, estimator.preprocessing_, *estimator._encode_targets(y, panel, state=estimator._target_state())[:2])
+    data = estimator._sequences(
+        panel, estimator.preprocessing_, *estimator._encode_targets(y, panel, state=estimator._target_state())[:2]
+    )
     # Placed as training places it: split over the local devices, if several.
     placement = placement_for(rows)
     batch = placement.put_batch(padded_batch(data, np.arange(rows), rows))
@@ -110,19 +111,36 @@ def main() -> None:
 
     s5_step = steps["S5 step (batch 32)"].median
     cru_step = steps["CRU step (batch 32)"].median
-    cnn_step = cnn_times["CNN matrix products"].median  # the CNN part of the S5 step at batch 32 (CRU vmaps the call per sequence)
+    cnn_step = cnn_times[
+        "CNN matrix products"
+    ].median  # the CNN part of the S5 step at batch 32 (CRU vmaps the call per sequence)
     print_table(
         ["measurement", "median", "ratio"],
         [
-            ["S5 training step, batch 32", seconds(s5_step), f"{OFFICIAL_STEP_SECONDS / s5_step:.2f}× faster than official 0.65 s"],
+            [
+                "S5 training step, batch 32",
+                seconds(s5_step),
+                f"{OFFICIAL_STEP_SECONDS / s5_step:.2f}× faster than official 0.65 s",
+            ],
             ["CRU training step, batch 32", seconds(cru_step), f"{cru_step / s5_step:.1f}× S5's step"],
             [f"S5 epoch ({n} seqs)", seconds(epoch_seconds["S5"]), ""],
-            [f"CRU epoch ({n} seqs)", seconds(epoch_seconds["CRU"]), f"{epoch_seconds['CRU'] / epoch_seconds['S5']:.1f}× S5's epoch"],
+            [
+                f"CRU epoch ({n} seqs)",
+                seconds(epoch_seconds["CRU"]),
+                f"{epoch_seconds['CRU'] / epoch_seconds['S5']:.1f}× S5's epoch",
+            ],
             ["CNN fwd+bwd, 1600 frames: matrix products", seconds(cnn_step), ""],
-            ["CNN fwd+bwd, 1600 frames: XLA conv", seconds(cnn_times["CNN XLA convolution"].median),
-             f"{cnn_times['CNN XLA convolution'].median / cnn_step:.2f}× matrix products"],
+            [
+                "CNN fwd+bwd, 1600 frames: XLA conv",
+                seconds(cnn_times["CNN XLA convolution"].median),
+                f"{cnn_times['CNN XLA convolution'].median / cnn_step:.2f}× matrix products",
+            ],
             ["S5 step beyond the CNN, batch 32", seconds(s5_step - cnn_step), ""],
-            ["CRU step beyond the CNN, batch 32", seconds(cru_step - cnn_step), f"{(cru_step - cnn_step) / (s5_step - cnn_step):.1f}× S5's"],
+            [
+                "CRU step beyond the CNN, batch 32",
+                seconds(cru_step - cnn_step),
+                f"{(cru_step - cnn_step) / (s5_step - cnn_step):.1f}× S5's",
+            ],
             ["ceiling on the step ratio: CRU step / CNN", "", f"{cru_step / cnn_step:.1f}× (S5 layers free)"],
         ],
     )

@@ -93,7 +93,12 @@ def measure_forecaster(mode: str, path: str, batch_size: int) -> dict:
     seconds = time.perf_counter() - started
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     compiling = sum(record["compile_seconds"] for record in model.history_)
-    return {"seconds": seconds, "compile_seconds": compiling, "peak_mib": peak_mib, "train_loss": model.history_[-1]["train_loss"]}
+    return {
+        "seconds": seconds,
+        "compile_seconds": compiling,
+        "peak_mib": peak_mib,
+        "train_loss": model.history_[-1]["train_loss"],
+    }
 
 
 def measure(mode: str, path: str, batch_size: int) -> dict:
@@ -123,7 +128,12 @@ def measure(mode: str, path: str, batch_size: int) -> dict:
     seconds = time.perf_counter() - started
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     compiling = sum(record["compile_seconds"] for record in model.history_)
-    return {"seconds": seconds, "compile_seconds": compiling, "peak_mib": peak_mib, "train_loss": model.history_[-1]["train_loss"]}
+    return {
+        "seconds": seconds,
+        "compile_seconds": compiling,
+        "peak_mib": peak_mib,
+        "train_loss": model.history_[-1]["train_loss"],
+    }
 
 
 def main():
@@ -153,13 +163,27 @@ def main():
         print(f"generated {name}: {n} series, {observations[name]} observations in {time.perf_counter() - started:.1f} s")
 
     def run(mode, name):
-        command = [sys.executable, __file__, "--measure", mode, "--data", os.path.join(out, name), "--batch-size", str(args.batch_size),
-                   "--model", args.model]
+        command = [
+            sys.executable,
+            __file__,
+            "--measure",
+            mode,
+            "--data",
+            os.path.join(out, name),
+            "--batch-size",
+            str(args.batch_size),
+            "--model",
+            args.model,
+        ]
         result = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
         result["obs_per_s"] = observations[name] / (result["seconds"] - result["compile_seconds"])
-        print(f"{mode:6s} {name:5s}: {observations[name]:>10d} obs, {result['seconds']:8.1f} s "
-              f"({result['compile_seconds']:.1f} s compiling), "
-              f"{result['obs_per_s']:10.0f} obs/s less compilation, peak {result['peak_mib']:7.0f} MiB, loss {result['train_loss']:.4f}", flush=True)
+        print(
+            f"{mode:6s} {name:5s}: {observations[name]:>10d} obs, {result['seconds']:8.1f} s "
+            f"({result['compile_seconds']:.1f} s compiling), "
+            f"{result['obs_per_s']:10.0f} obs/s less compilation, peak {result['peak_mib']:7.0f} MiB, "
+            f"loss {result['train_loss']:.4f}",
+            flush=True,
+        )
         return result
 
     small = run("stream", "small")

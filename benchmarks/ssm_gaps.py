@@ -44,9 +44,9 @@ import _timing as T
 import jax
 import jax.numpy as jnp
 
-from s5ts.training import placement_for
 from s5ts.nn import S5SSM, _scan, _ssm
 from s5ts.nn._scan import linear_scan
+from s5ts.training import placement_for
 
 
 def project_in(ssm: S5SSM, u):

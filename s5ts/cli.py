@@ -14,8 +14,13 @@ def _parser() -> argparse.ArgumentParser:
         "pendulum",
         help="reproduce the S5 paper's irregular-pendulum table (S5, S5-drop, S5-append, CRU)",
     )
-    pendulum.add_argument("--preset", choices=("tiny", "quick", "paper"), default="quick",
-                          help="quick: ~6 min on a 2-core CPU; paper: the published protocol (about 30 min per S5 seed, 2 h per CRU seed on 2 CPU cores)")
+    pendulum.add_argument(
+        "--preset",
+        choices=("tiny", "quick", "paper"),
+        default="quick",
+        help="quick: ~6 min on a 2-core CPU; paper: the published protocol "
+        "(about 30 min per S5 seed, 2 h per CRU seed on 2 CPU cores)",
+    )
     pendulum.add_argument("--seeds", type=int, default=1, help="seeds per model (default 1)")
     pendulum.add_argument("--first-seed", type=int, default=0,
                           help="first seed (default 0); runs seeds first..first+N-1")

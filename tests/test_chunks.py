@@ -59,7 +59,9 @@ def test_chunks_longer_than_every_series_fit_as_without_chunks():
     kw = dict(TINY, max_epochs=3, batch_size=2)
     plain = S5Regressor(**kw).fit(X, y, times=times)
     chunked = S5Regressor(chunk_length=128, **kw).fit(X, y, times=times)
-    for a, b in zip(jax.tree.leaves(eqx.filter(plain.model_, eqx.is_array)), jax.tree.leaves(eqx.filter(chunked.model_, eqx.is_array))):
+    for a, b in zip(
+        jax.tree.leaves(eqx.filter(plain.model_, eqx.is_array)), jax.tree.leaves(eqx.filter(chunked.model_, eqx.is_array))
+    ):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert [r["train_loss"] for r in plain.history_] == [r["train_loss"] for r in chunked.history_]
 

@@ -95,5 +95,9 @@ def test_gap_beyond_the_matrix_exponential_range_raises_not_nan():
     far = [t.copy() for t in times[:2]]
     far[1][3:] += 1e9  # a gap of a billion median gaps before step 3 of series 1
     assert all(np.isfinite(m).all() for m in model.predict(X[:2], times=times[:2]))
-    with pytest.raises(ValueError, match=r"series 1: the model's prediction is not finite from step 3 on; the gap before step 3 is 1e\+09 times the median gap"):
+    with pytest.raises(
+        ValueError,
+        match=r"series 1: the model's prediction is not finite from step 3 on; "
+        r"the gap before step 3 is 1e\+09 times the median gap",
+    ):
         model.predict(X[:2], times=far)

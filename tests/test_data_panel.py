@@ -604,7 +604,9 @@ def test_layout_ndl_reads_sktime_numpy3d():
     assert b.n_features == 2 and b.lengths.tolist() == [6] * 4
     for va, vb in zip(a.values, b.values):
         np.testing.assert_array_equal(va, vb)
-    with pytest.raises(ValueError, match=r"\(4, 2, 6\) is read as \(n series, L time steps, d features\) = \(4, 2, 6\).*layout='ndl'"):
+    with pytest.raises(
+        ValueError, match=r"\(4, 2, 6\) is read as \(n series, L time steps, d features\) = \(4, 2, 6\).*layout='ndl'"
+    ):
         to_panel(ndl, times=times)
     with pytest.raises(ValueError, match="layout must be one of"):
         to_panel(nld, layout="nl")

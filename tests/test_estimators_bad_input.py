@@ -279,9 +279,15 @@ def test_unseen_labels_in_partial_fit_and_warm_start():
         ({"discretization": "euler"}, r"'discretization' parameter of S5Regressor must be a str among"),
         ({"loss": "mae"}, r"'loss' parameter of S5Regressor must be a str among .*'gaussian_nll'"),
         ({"dropout": 1.0}, r"'dropout' parameter of S5Regressor must be a float in the range \[0(\.0)?, 1(\.0)?\)"),
-        ({"validation_fraction": -0.1}, r"'validation_fraction' parameter of S5Regressor must be a float in the range \[0(\.0)?, 1(\.0)?\)"),
+        (
+            {"validation_fraction": -0.1},
+            r"'validation_fraction' parameter of S5Regressor must be a float in the range \[0(\.0)?, 1(\.0)?\)",
+        ),
         ({"dt_min": 0.5, "dt_max": 0.1}, "dt_min must be <= dt_max"),
-        ({"learning_rate": float("nan")}, r"'learning_rate' parameter of S5Regressor must be a float in the range \(0(\.0)?, inf\)"),
+        (
+            {"learning_rate": float("nan")},
+            r"'learning_rate' parameter of S5Regressor must be a float in the range \(0(\.0)?, inf\)",
+        ),
         ({"n_iter_no_change": 0}, r"'n_iter_no_change' parameter of S5Regressor must be an int in the range \[1, inf\) or None"),
         ({"bidirectional": "yes"}, r"'bidirectional' parameter of S5Regressor must be an instance of 'bool'"),
         ({"tol": -1.0}, r"'tol' parameter of S5Regressor must be a float in the range \[0(\.0)?, inf\)"),

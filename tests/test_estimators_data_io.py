@@ -65,7 +65,9 @@ def test_long_frame_fit_predict_score_with_constructor_columns(long):
     assert model.feature_names_in_.tolist() == ["hr", "spo2"]
     # y by id in any order, or in the order of first appearance: the same fit
     shuffled = y.sample(frac=1.0, random_state=1)
-    np.testing.assert_allclose(S5Regressor(**FAST, id_col="patient_id", time_col="hours").fit(X, shuffled).predict(X), model.predict(X))
+    np.testing.assert_allclose(
+        S5Regressor(**FAST, id_col="patient_id", time_col="hours").fit(X, shuffled).predict(X), model.predict(X)
+    )
     assert model.score(X, shuffled) == pytest.approx(model.score(X, y.to_numpy()))
     with pytest.raises(ValueError, match=r"y has no entry for series \['p03'\] of X"):
         clone(model).fit(X, y.drop("p03"))
@@ -207,7 +209,9 @@ def test_layout_reads_sktime_numpy3d():
     assert b.n_features_in_ == 3
     with pytest.raises(ValueError, match=r"is read as \(n series, L time steps, d features\).*layout='ndl'"):
         S5Regressor(**FAST).fit(ndl, y, times=times)
-    with pytest.raises(ValueError, match=r"\(12, 3, 7\) is read as \(n series, L time steps, d features\).*fitted on 3.*set layout='ndl'"):
+    with pytest.raises(
+        ValueError, match=r"\(12, 3, 7\) is read as \(n series, L time steps, d features\).*fitted on 3.*set layout='ndl'"
+    ):
         a.predict(ndl)
 
 
@@ -242,7 +246,9 @@ def test_pandas_indexed_predictions(long):
     np.testing.assert_array_equal(prediction.to_numpy(), regressor.predict(X))
     # the index lines up with targets held by id, whatever their order
     shuffled = y.sample(frac=1.0, random_state=0)
-    np.testing.assert_array_equal(prediction.loc[shuffled.index].to_numpy(), regressor.predict(X)[[y.index.get_loc(k) for k in shuffled.index]])
+    np.testing.assert_array_equal(
+        prediction.loc[shuffled.index].to_numpy(), regressor.predict(X)[[y.index.get_loc(k) for k in shuffled.index]]
+    )
     classifier = S5Classifier(**FAST, id_col="patient_id", time_col="hours").fit(X, frame["label"])
     proba = classifier.predict_proba(X, as_frame=True)
     assert proba.columns.tolist() == ["long", "short"] and proba.index.tolist() == y.index.tolist()
@@ -291,7 +297,9 @@ def test_nan_padded_array_without_times_drops_the_padding():
     y = np.array([x[-1, 0] for x in ragged])
     model = S5Regressor(**FAST, pooling="last").fit(padded, y)
     # the same as the ragged list: the padded rows are not read as steps
-    np.testing.assert_allclose(model.predict(padded), S5Regressor(**FAST, pooling="last").fit(ragged, y).predict(ragged), rtol=1e-6)
+    np.testing.assert_allclose(
+        model.predict(padded), S5Regressor(**FAST, pooling="last").fit(ragged, y).predict(ragged), rtol=1e-6
+    )
 
 
 def test_tz_naive_fit_refuses_tz_aware_predict_and_back():

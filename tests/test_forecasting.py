@@ -8,31 +8,30 @@ import math
 
 import jax
 import jax.numpy as jnp
-
 import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import compilations
 from s5ts.forecasting import (
+    PRIOR_CHANGES,
+    VALIDATION_QUERIES,
     Forecaster,
+    LeadCalibration,
     SeriesScale,
     StepLayout,
-    LeadCalibration,
-    calibration_factor,
-    lead_calibration,
     calendar_features,
+    calibration_factor,
     choose_cycles,
     draw_queries,
     last_values,
-    PRIOR_CHANGES,
+    lead_calibration,
     local_spreads,
-    step_carry,
     observation_steps,
     query_examples,
-    VALIDATION_QUERIES,
+    step_carry,
 )
 from s5ts.forecasting._windows import WindowPlan, as_sequences, held_out_start
-from conftest import compilations
 from s5ts.nn import S5SSM
 
 FAST = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 3, "random_state": 0}
@@ -356,7 +355,9 @@ def test_update_merges_late_observations_and_rejects_conflicts(random_walk):
     whole.series_ = {}
     whole.update(head)  # the same history from the zero state, as a new series
     np.testing.assert_array_equal(merged.series_[None].times, whole.series_[None].times)
-    u, gaps, _ = observation_steps(merged._layout, merged.series_[None].times, merged.series_[None].y, None, merged.series_[None].scale)
+    u, gaps, _ = observation_steps(
+        merged._layout, merged.series_[None].times, merged.series_[None].y, None, merged.series_[None].scale
+    )
     from s5ts.forecasting import advance
 
     recomputed = advance(merged.network_.network, merged.network_.network.init_state(), u, gaps)

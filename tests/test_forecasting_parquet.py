@@ -10,8 +10,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from s5ts.forecasting import Forecaster  # noqa: E402
-from s5ts.forecasting import _streaming  # noqa: E402
+from s5ts.forecasting import Forecaster, _streaming  # noqa: E402
 from s5ts.training import StreamedSequences  # noqa: E402
 
 SMALL = dict(n_layers=1, d_model=8, state_size=4, window_length=32, batch_size=4, random_state=0)
@@ -171,7 +170,8 @@ def test_a_parquet_forecaster_refuses_times_it_kept_no_history_for(tmp_path):
     with pytest.raises(ValueError, match=r"series 's0'.*keeps each series' state after its last observation"):
         model.predict(inside, future_x(df, inside))
     late = pd.DataFrame(
-        {"a": [1.0], "b": [1.0]}, index=pd.MultiIndex.from_tuples([("s2", last["s2"] - pd.Timedelta(hours=1))], names=["id", "time"])
+        {"a": [1.0], "b": [1.0]},
+        index=pd.MultiIndex.from_tuples([("s2", last["s2"] - pd.Timedelta(hours=1))], names=["id", "time"]),
     )
     with pytest.raises(ValueError, match=r"series 's2'.*not after the last one the forecaster keeps"):
         model.update(late, pd.DataFrame({"temp": [0.0]}, index=late.index))

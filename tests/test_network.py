@@ -15,10 +15,10 @@ from s5ts.nn import (
     PendulumCNN,
     S5Block,
     SequenceNetwork,
+    make_activation,
     masked_last,
     masked_max,
     masked_mean,
-    make_activation,
 )
 
 
@@ -119,7 +119,9 @@ def test_batch_equals_vmap_of_the_call(getkey, pooling):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
     def loss(f):
-        return lambda net: sum(jnp.sum(jnp.where(mask[..., None], x, 0.0) ** 2) if pooling == "none" else jnp.sum(x**2) for x in f(net))
+        return lambda net: sum(
+            jnp.sum(jnp.where(mask[..., None], x, 0.0) ** 2) if pooling == "none" else jnp.sum(x**2) for x in f(net)
+        )
 
     grads = [jax.tree.leaves(eqx.filter_grad(loss(f))(net)) for f in (batched, vmapped)]
     for a, b in zip(*grads):
@@ -191,7 +193,9 @@ def test_network_built_under_x64_is_float64_end_to_end(x64, getkey):
     from s5ts.nn import PendulumCNN, make_blocks, make_encoder
 
     blocks = make_blocks(2, 8, 4, 2, activation="glu", key=getkey())
-    net = float64_module(SequenceNetwork(make_encoder("identity", 3, key=getkey()), blocks, GaussianHead(8, 2, 8, key=getkey()), key=getkey()))
+    net = float64_module(
+        SequenceNetwork(make_encoder("identity", 3, key=getkey()), blocks, GaussianHead(8, 2, 8, key=getkey()), key=getkey())
+    )
     float64_module(PendulumCNN(key=getkey()))
     mean, var = net(jnp.ones((6, 3)), jnp.ones(6))
     assert mean.dtype == var.dtype == jnp.float64

@@ -14,10 +14,10 @@ pq = pytest.importorskip("pyarrow.parquet")
 ds = pytest.importorskip("pyarrow.dataset")
 
 from sklearn.exceptions import DataConversionWarning  # noqa: E402
+from test_parquet import SMALL, long_frame, write  # noqa: E402
 
 from s5ts import S5Classifier, S5Regressor  # noqa: E402
 from s5ts.estimators import _streaming  # noqa: E402
-from test_parquet import SMALL, long_frame, write  # noqa: E402
 
 
 def _assert_same_fit(streamed, memory):

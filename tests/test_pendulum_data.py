@@ -19,8 +19,7 @@ import PIL
 import pytest
 
 from conftest import unchecked
-from s5ts.datasets import _pendulum, _pendulum_physics, _pendulum_render
-from s5ts.datasets import load_pendulum
+from s5ts.datasets import _pendulum, _pendulum_physics, _pendulum_render, load_pendulum
 
 VERSIONS = f"numpy {np.__version__}, Pillow {PIL.__version__} (pinned with 2.4.6 / 13.0.0)"
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from s5ts import S5Classifier, S5Regressor
+from s5ts.data import to_panel
 from s5ts.estimators._base import learn_preprocessing
 from s5ts.estimators._scaling import (
     AUTO_SERIES_RATIO,
@@ -20,7 +21,6 @@ from s5ts.estimators._scaling import (
     scale_values,
     series_reference,
 )
-from s5ts.data import to_panel
 
 FAST = dict(
     d_model=8, state_size=4, n_layers=1, max_epochs=3, batch_size=8, random_state=0,
@@ -160,7 +160,10 @@ def test_a_weight_of_two_equals_a_duplicate_in_the_statistics():
 
 
 def test_estimators_fit_predict_save_and_load_with_series_scaling(tmp_path):
-    X = [pd.DataFrame(x, columns=["a", "b"], index=pd.Index(np.cumsum(np.ones(len(x))), name="t")) for x in _heterogeneous(nan=True)]
+    X = [
+        pd.DataFrame(x, columns=["a", "b"], index=pd.Index(np.cumsum(np.ones(len(x))), name="t"))
+        for x in _heterogeneous(nan=True)
+    ]
     y = np.array([math.log10(np.nanstd(x["a"]) + 1e-9) for x in X])
     reg = S5Regressor(**FAST).fit(X, y)
     assert reg.preprocessing_.scaling == "series"  # the default, "auto", chose it

@@ -6,7 +6,6 @@ comparison with sktime's NaiveForecaster."""
 import copy
 import warnings
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
@@ -17,8 +16,8 @@ pytest.importorskip("sktime")
 from scipy.stats import norm  # noqa: E402
 from sktime.forecasting.base import ForecastingHorizon  # noqa: E402
 
-from s5ts.sktime import S5Forecaster  # noqa: E402
 from s5ts.forecasting import advance, observation_steps, query_steps  # noqa: E402
+from s5ts.sktime import S5Forecaster  # noqa: E402
 
 FAST = {"n_layers": 1, "d_model": 4, "state_size": 2, "max_epochs": 3, "random_state": 0}
 START = pd.Timestamp("2024-01-01")

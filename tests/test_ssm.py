@@ -132,7 +132,9 @@ def test_initial_b_and_c_are_the_projections_of_real_gaussians(getkey, jit):
     # B̃ = Vᴴ B and C̃ = C V, against float64 numpy on the same draws (the
     # layer computes them in float32 JAX, eagerly or inside one program).
     key = getkey()
-    build = (lambda k: S5SSM(5, 8, 2, bidirectional=True, key=k))
+    def build(k):
+        return S5SSM(5, 8, 2, bidirectional=True, key=k)
+
     ssm = eqx.filter_jit(build)(key) if jit else build(key)
     _, V = block_diagonal_hippo(8, 2)
     k_b, k_c, k_cb, _, _ = jax.random.split(key, 5)

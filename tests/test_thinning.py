@@ -116,7 +116,9 @@ TINY = dict(n_layers=1, d_model=8, state_size=4, max_epochs=3, validation_fracti
 @pytest.mark.parametrize("time_handling", ["gaps", "drop", "append"])
 def test_a_fit_with_observation_dropout_is_reproducible_and_predict_sees_every_observation(time_handling):
     X, times, y = _series()
-    fit = lambda: S5Regressor(**TINY, observation_dropout=0.3, time_handling=time_handling).fit(X, y, times=times)
+    def fit():
+        return S5Regressor(**TINY, observation_dropout=0.3, time_handling=time_handling).fit(X, y, times=times)
+
     first, second = fit(), fit()
     np.testing.assert_array_equal(first.predict(X, times=times), second.predict(X, times=times))
     plain = S5Regressor(**TINY, observation_dropout=0.0, time_handling=time_handling).fit(X, y, times=times)
@@ -141,7 +143,7 @@ def test_the_forecaster_has_no_observation_dropout():
 @pytest.mark.parametrize(("time_handling", "rate"), [("gaps", 0.3), ("append", 0.3), ("drop", 0.0)])
 def test_auto_thins_only_a_model_that_sees_the_times(time_handling, rate):
     X, times, y = _series()
-    fit = lambda dropout: S5Regressor(**TINY, time_handling=time_handling, observation_dropout=dropout).fit(
-        X, y, times=times
-    )
+    def fit(dropout):
+        return S5Regressor(**TINY, time_handling=time_handling, observation_dropout=dropout).fit(X, y, times=times)
+
     np.testing.assert_array_equal(fit("auto").predict(X, times=times), fit(rate).predict(X, times=times))

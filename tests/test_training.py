@@ -15,6 +15,7 @@ from conftest import compilations
 from s5ts import S5Classifier, S5Regressor
 from s5ts.baselines import CRURegressor
 from s5ts.data import bucket_length, plan_buckets
+from s5ts.nn import IdentityEncoder, S5Block, SequenceNetwork
 from s5ts.training import (
     EarlyStopping,
     NetworkSpec,
@@ -32,7 +33,6 @@ from s5ts.training import (
     train,
     with_learning_rates,
 )
-from s5ts.nn import IdentityEncoder, S5Block, SequenceNetwork
 
 # --------------------------------------------------------------------------
 # compilations: one training step per length bucket
@@ -79,7 +79,9 @@ def _naive_plan(lengths, budget):
     best = base
     for keep in itertools.product([False, True], repeat=len(base) - 1):
         kept = [b for b, k in zip(base, keep) if k] + [base[-1]]
-        extra = sum(next(b for b in kept if b >= min(bucket_length(L), longest)) - min(bucket_length(L), longest) for L in lengths)
+        extra = sum(
+            next(b for b in kept if b >= min(bucket_length(L), longest)) - min(bucket_length(L), longest) for L in lengths
+        )
         if extra <= budget and len(kept) < len(best):
             best = kept
     return best

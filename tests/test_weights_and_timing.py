@@ -94,7 +94,10 @@ def test_balanced_class_weight_equals_the_matching_sample_weight():
     )
     with pytest.raises(ValueError, match=r"class_weight names labels \['other'\]"):
         S5Classifier(**ONE_BATCH, class_weight={"other": 2.0}).fit(X, labels)
-    with pytest.raises(ValueError, match="'class_weight' parameter of S5Classifier must be a str among {'balanced'}, an instance of 'dict' or None"):
+    with pytest.raises(
+        ValueError,
+        match="'class_weight' parameter of S5Classifier must be a str among {'balanced'}, an instance of 'dict' or None",
+    ):
         S5Classifier(**ONE_BATCH, class_weight="auto").fit(X, labels)
 
 

@@ -5,11 +5,10 @@ predictions), with its own network and its own validated parameters."""
 
 from __future__ import annotations
 
-import equinox as eqx
-from jaxtyping import Array, Bool, Float, PRNGKeyArray
-
 from numbers import Integral
 
+import equinox as eqx
+from jaxtyping import Array, Bool, Float, PRNGKeyArray
 from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 

@@ -6,9 +6,9 @@ Pure numpy/pandas: no JAX, no scikit-learn.
 from ._batching import MERGE_BUDGET as MERGE_BUDGET
 from ._batching import assign_buckets as assign_buckets
 from ._batching import bucket_length as bucket_length
-from ._batching import plan_buckets as plan_buckets
 from ._batching import make_batches as make_batches
 from ._batching import pad_batch as pad_batch
+from ._batching import plan_buckets as plan_buckets
 from ._median_gap import MedianGap as MedianGap
 from ._panel import LAYOUTS as LAYOUTS
 from ._panel import RaggedPanel as RaggedPanel

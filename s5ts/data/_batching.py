@@ -20,7 +20,6 @@ padded rows (`batch_size=`) are all mask False.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
 from numbers import Integral
 
 import numpy as np

@@ -298,7 +298,7 @@ def _times_to_seconds(t, sid=None) -> tuple[np.ndarray, np.ndarray, TimeKind, st
             sec = t.astype(np.float64)
         sec = sec.reshape(shape)
         return sec, sec, "numeric", None
-    stringy = dtype == object or pd.api.types.is_string_dtype(dtype)
+    stringy = pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
     hint = " (parse strings with pd.to_datetime)" if stringy else ""
     raise TypeError(
         f"{_describe(sid)}times must be datetime, timedelta or numeric, got dtype {dtype}{hint}"

@@ -7,14 +7,14 @@ import numpy as np
 from scipy.special import softmax
 from sklearn.base import ClassifierMixin
 from sklearn.metrics import accuracy_score
-from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..data import is_parquet_source, to_targets
-from ._base import S5Estimator, with_shared_parameters
 from ..training import cross_entropy_loss
+from ._base import S5Estimator, with_shared_parameters
 
 
 class S5Classifier(ClassifierMixin, S5Estimator):

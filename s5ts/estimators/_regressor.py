@@ -9,15 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.metrics import r2_score
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..data import is_parquet_source, to_targets
 from ..nn import GaussianHead
-from sklearn.utils._param_validation import StrOptions
-
+from ..training import SquaredErrorInUnits, gaussian_nll_loss, mse_loss
 from ._base import S5Estimator, with_shared_parameters
 from ._scaling import pooled_from_moments, weighted_mean_std
-from ..training import SquaredErrorInUnits, gaussian_nll_loss, mse_loss
 
 REGRESSION_LOSSES = {"mse": mse_loss, "gaussian_nll": gaussian_nll_loss}
 

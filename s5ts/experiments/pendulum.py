@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import platform
-import time
 from pathlib import Path
 
 import numpy as np

@@ -218,7 +218,9 @@ class Forecaster(BaseEstimator):
         scales = [own.filled(default_scale) for own in owns]
         spans = np.array([t[-1] - t[0] for t in times])
         lead = self._horizon_seconds(horizon, spans, panel.time_kind, time_scale)
-        layout = StepLayout(values[0].shape[1], cycles, 0 if exog is None else exog[0].shape[1], time_scale, float(self.first_gap), memory=lead)
+        layout = StepLayout(
+            values[0].shape[1], cycles, 0 if exog is None else exog[0].shape[1], time_scale, float(self.first_gap), memory=lead
+        )
         stops = [held_out_start(t, self.validation_fraction) for t in times]
         seed = agreed_seed(check_random_state(self.random_state).randint(2**31 - 1))
         plan = self._window_plan(lead, stops, seed)

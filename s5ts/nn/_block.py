@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
 
 from ._ssm import S5SSM, default_float

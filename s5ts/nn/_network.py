@@ -16,7 +16,6 @@ from jaxtyping import Array, Bool, Complex, Float, Key, PRNGKeyArray
 from ._block import S5Block
 
 
-
 def elup1(x: Array) -> Array:
     """exp(x) for x < 0, x + 1 otherwise: a smooth positive map."""
     return jnp.where(x < 0, jnp.exp(jnp.minimum(x, 0.0)), x + 1.0)

@@ -531,6 +531,7 @@ def train(
             )
             if chunk_length is not None:
                 batches = chunked(batches, rows, chunk_length)
+            states = None  # the chunked step's carried states, reset at each batch's first chunk
             for scale, (first, batch) in zip(scales, batches):
                 key, step_key = jax.random.split(key)
                 rates = {"regular": np.float32(config.learning_rate * scale), "ssm": np.float32(ssm_rate * scale)}
