@@ -37,8 +37,8 @@ OFFICIAL_STEP_SECONDS = 0.65  # measured once: official S5 code, batch 32, this 
 
 def _step_call(estimator, panel, y, rows):
     """The compiled training step of a fitted estimator and one real batch."""
-    data = estimator._sequences(
-        panel, estimator.preprocessing_, *estimator._encode_targets(y, panel, state=estimator._target_state())[:2]
+    data = estimator.preprocessing_.transform(
+        panel, *estimator._encode_targets(y, panel, state=estimator._target_state())[:2]
     )
     # Placed as training places it: split over the local devices, if several.
     placement = placement_for(rows)

@@ -206,7 +206,7 @@ def test_time_handling_sets_the_gaps_the_network_sees(reg, data):
     real = [np.diff(t) / reg.time_scale_ for t in panel.times]
     for handling in ("gaps", "drop", "append"):
         prep = dataclasses.replace(reg.preprocessing_, time_handling=handling, first_gap=0.5)
-        seq = reg._sequences(panel, prep)
+        seq = prep.transform(panel)
         for gaps, extra, r in zip(seq.gaps, seq.extra or [None] * len(X), real):
             assert gaps[0] == 0.5 if handling == "gaps" else gaps[0] == 1.0
             if handling == "gaps":

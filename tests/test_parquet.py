@@ -14,7 +14,7 @@ from s5ts import S5Classifier, S5Regressor  # noqa: E402
 from s5ts.data import MedianGap, open_parquet, to_panel  # noqa: E402
 from s5ts.data._median_gap import RELATIVE_ERROR  # noqa: E402
 from s5ts.estimators import _streaming  # noqa: E402
-from s5ts.estimators._base import learn_preprocessing  # noqa: E402
+from s5ts.estimators._preprocessing import learn_preprocessing  # noqa: E402
 from s5ts.training import Sequences, StreamedSequences, iterate_batches, split_validation, steps_per_epoch  # noqa: E402
 
 SMALL = dict(d_model=8, state_size=4, random_state=0, id_col="id", time_col="time", observation_dropout=0.0)

@@ -13,7 +13,7 @@ import pytest
 
 from s5ts import S5Classifier, S5Regressor
 from s5ts.data import to_panel
-from s5ts.estimators._base import learn_preprocessing
+from s5ts.estimators._preprocessing import learn_preprocessing
 from s5ts.estimators._scaling import (
     AUTO_SERIES_RATIO,
     SCALE_FLOOR,

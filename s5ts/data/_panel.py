@@ -850,8 +850,8 @@ def frames_from_multiindex(df: pd.DataFrame | pd.Series) -> list:
     return [g.droplevel(0) for _, g in df.groupby(level=0, sort=False)]
 
 
-def check_columns(panel: RaggedPanel, expected_columns: Sequence) -> RaggedPanel:
-    """Check `panel` has the features seen in fit; return it with columns in fit order.
+def check_columns(panel: RaggedPanel, expected_columns: Sequence, what: str = "X") -> RaggedPanel:
+    """Check `panel` (the argument `what`) has the features seen in fit; return it with columns in fit order.
 
     Same names in another order are reordered; a different number of
     features or different names raise a `ValueError` naming the columns.
@@ -862,14 +862,14 @@ def check_columns(panel: RaggedPanel, expected_columns: Sequence) -> RaggedPanel
         return panel
     if len(got) != len(expected):
         raise ValueError(
-            f"X has {len(got)} feature columns {list(got)} but {len(expected)} were seen in "
+            f"{what} has {len(got)} feature columns {list(got)} but {len(expected)} were seen in "
             f"fit: {list(expected)}"
         )
     if set(got) != set(expected):
         missing = [c for c in expected if c not in got]
         extra = [c for c in got if c not in expected]
         raise ValueError(
-            f"X's feature columns differ from those seen in fit: missing {missing}, "
+            f"{what}'s feature columns differ from those seen in fit: missing {missing}, "
             f"unexpected {extra}"
         )
     pos = {c: j for j, c in enumerate(got)}

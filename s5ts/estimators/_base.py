@@ -25,10 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..data import (
     LAYOUTS,
     RaggedPanel,
-    check_columns,
-    gaps_from_times,
     is_parquet_source,
-    time_scale_from,
     to_panel,
     to_targets,
 )
@@ -64,13 +61,9 @@ from ..training import (
     train,
 )
 from . import _streaming
-from ._scaling import choose_scaling, reference_from_moments, scale_values, series_moments, weighted_mean_std
+from ._preprocessing import Preprocessing, learn_preprocessing
 
 TIME_HANDLING = ("gaps", "drop", "append")
-
-#: The batch arrays that hold elapsed time under each `time_handling`
-#: (what observation dropout adds up over a dropped step).
-_ELAPSED = {"gaps": ("gaps",), "drop": (), "append": ("extra",)}
 
 #: `observation_dropout="auto"` under each `time_handling`: thin only a
 #: model that sees the times, for which a thinned series is another sample
@@ -79,125 +72,6 @@ _ELAPSED = {"gaps": ("gaps",), "drop": (), "append": ("extra",)}
 AUTO_OBSERVATION_DROPOUT = {"gaps": 0.3, "drop": 0.0, "append": 0.3}
 
 _FORMAT_VERSION = 1
-
-
-@dataclasses.dataclass(frozen=True)
-class Preprocessing:
-    """Everything learned from the training inputs before the network."""
-
-    columns: tuple
-    feature_mean: np.ndarray
-    feature_std: np.ndarray
-    missing_indicator: bool
-    time_scale: float
-    time_kind: str
-    # How the features were scaled ("none", "global" or "series"; see
-    # `_scaling`): `feature_mean` and `feature_std` are its location and scale.
-    scaling: str = "global"
-    # How times become the network's gaps; fixed at fit so that set_params
-    # after fit cannot feed the network inputs it was not trained on.
-    time_handling: str = "gaps"
-    first_gap: float = 1.0
-    # The training times' zone (None: naive or not datetimes), and whether
-    # they were given (False: the steps were numbered 0, 1, ...).
-    tz: str | None = None
-    explicit_times: bool = False
-
-    def to_json(self) -> dict:
-        out = dataclasses.asdict(self)
-        out["feature_mean"] = self.feature_mean.tolist()
-        out["feature_std"] = self.feature_std.tolist()
-        out["columns"] = list(self.columns)
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict) -> "Preprocessing":
-        data = dict(data)
-        data["columns"] = tuple(data["columns"])
-        data["feature_mean"] = np.asarray(data["feature_mean"], np.float64)
-        data["feature_std"] = np.asarray(data["feature_std"], np.float64)
-        return cls(**data)
-
-
-def learn_preprocessing(
-    panel: RaggedPanel,
-    standardize: bool | str,
-    time_handling: str = "gaps",
-    first_gap: float = 1.0,
-    weights: np.ndarray | None = None,
-) -> Preprocessing:
-    """How the features are scaled (`standardize`: True is `"global"`,
-    False `"none"`; `"auto"` is resolved here, see `_scaling`), from observed
-    values with each series weighted by `weights`; whether any value is
-    missing (then the network also sees an observed-channel mask); and the
-    time scale: the median gap between observations (unweighted: it describes
-    the sampling, not the series' importance)."""
-    stacked = np.concatenate(panel.values, axis=0)
-    rows = None if weights is None else np.repeat(weights, panel.lengths)
-    return finish_preprocessing(
-        panel,
-        ~np.isnan(stacked).all(axis=0),
-        bool(np.isnan(stacked).any()),
-        lambda: weighted_mean_std(stacked, rows),
-        lambda: series_moments(panel.values),
-        float(time_scale_from(panel)),
-        standardize,
-        time_handling,
-        first_gap,
-        weights,
-    )
-
-
-def finish_preprocessing(
-    panel: RaggedPanel,
-    observed,
-    missing: bool,
-    pooled,
-    moments,
-    time_scale: float,
-    standardize: bool | str,
-    time_handling: str,
-    first_gap: float,
-    weights: np.ndarray | None,
-) -> Preprocessing:
-    """The `Preprocessing` from statistics of the training data, however
-    they were gathered (`learn_preprocessing` in memory, or one streaming
-    pass over a Parquet data set, `_streaming`): `panel` gives the columns,
-    kind of time and ids (any chunk of the data); `observed` (k,), whether
-    each feature is ever observed; `missing`, whether any value is NaN;
-    `pooled()`, the weighted mean and standard deviation of every value
-    (k,); `moments()`, each series' mean and standard deviation (n, k)."""
-    never = np.flatnonzero(~np.asarray(observed))
-    if never.size:
-        raise ValueError(
-            f"column {panel.columns[int(never[0])]!r} is NaN in every training series (series "
-            f"{panel.ids[0]!r} to {panel.ids[-1]!r}): a feature never observed cannot be learned; "
-            "drop it before fitting"
-        )
-    scaling = {True: "global", False: "none"}.get(standardize, standardize)
-    location, scale = np.zeros(panel.n_features), np.ones(panel.n_features)
-    if scaling in ("global", "auto"):
-        location, std = pooled()
-        scale = np.where(std > 0, std, 1.0)
-    if scaling in ("series", "auto"):
-        series_location, series_scale = reference_from_moments(*moments(), weights)
-        if scaling == "auto":
-            scaling = choose_scaling(scale, series_scale)
-        if scaling == "series":
-            location, scale = series_location, series_scale
-    return Preprocessing(
-        columns=tuple(panel.columns),
-        feature_mean=location,
-        feature_std=scale,
-        missing_indicator=missing,
-        time_scale=float(time_scale),
-        time_kind=panel.time_kind,
-        scaling=scaling,
-        time_handling=time_handling,
-        first_gap=float(first_gap),
-        tz=panel.tz,
-        explicit_times=not panel.default_times,
-    )
 
 
 _AXES = {"nld": "(n series, L time steps, d features)", "ndl": "(n series, d features, L time steps)"}
@@ -405,17 +279,14 @@ class SequenceEstimator(BaseEstimator):
             X = np.asarray(X)  # array-likes (xarray, torch, ...) are arrays
         return to_panel(X, times=times, id_col=self.id_col, time_col=self.time_col, layout=self.layout)
 
-    def _panel(self, X, times, *, fitted: bool) -> RaggedPanel:
-        """`X` as a `RaggedPanel`; when `fitted`, checked against what fit
-        saw (features, kind of time, time zone, given times) and with the
-        columns in fit order."""
+    def _panel(self, X, times, prep: Preprocessing | None = None, what: str = "X") -> RaggedPanel:
+        """`X` as a `RaggedPanel`; with `prep`, checked against what fit saw
+        (`Preprocessing.check`: features, kind of time, time zone, given
+        times; the columns in fit order), after the one check that needs
+        `X` itself: a 3-D array read with the wrong `layout`."""
         panel = self._to_panel(X, times)
-        if fitted:
-            panel = self._check_fitted_inputs(panel, X)
-        return panel
-
-    def _check_fitted_inputs(self, panel: RaggedPanel, X, what: str = "X") -> RaggedPanel:
-        prep = self.preprocessing_
+        if prep is None:
+            return panel
         expected = len(prep.columns)
         if isinstance(X, np.ndarray) and X.ndim == 3 and panel.n_features != expected:
             other = "ndl" if self.layout == "nld" else "nld"
@@ -424,67 +295,7 @@ class SequenceEstimator(BaseEstimator):
                 f"{what} of shape {X.shape} is read as {_AXES[self.layout]} (layout={self.layout!r}), "
                 f"so it has {panel.n_features} features, but the model was fitted on {expected}{hint}"
             )
-        panel = check_columns(panel, prep.columns)
-        if panel.time_kind != prep.time_kind:
-            raise TypeError(
-                f"the model was fitted on {prep.time_kind} times, but {what} has {panel.time_kind} times"
-            )
-        if (panel.tz is None) != (prep.tz is None):
-            def zone(tz):
-                return "tz-naive datetimes" if tz is None else f"tz-aware datetimes ({tz})"
-
-            raise ValueError(
-                f"the model was fitted on {zone(prep.tz)}, but {what} has {zone(panel.tz)} (series "
-                f"{panel.ids[0]!r}, ...); do not mix them: localize or convert first (tz_localize / tz_convert)"
-            )
-        if prep.explicit_times and panel.default_times:
-            raise ValueError(
-                f"the model was fitted on series with time stamps, but {what} has none, so its steps "
-                "would be read as times 0, 1, 2, ...; pass times= (in cross-validation or a grid "
-                "search, route it to score too: set_score_request(times=True), see "
-                "docs/estimators.md)"
-            )
-        return panel
-
-    def _sequences(
-        self, panel: RaggedPanel, prep: Preprocessing, targets=None, per_step=False, weights=None, *, encoder=None
-    ) -> Sequences:
-        """Model-ready inputs: scaled features (`_scaling`; NaN → 0, plus the
-        observed-channel mask when the training data had missing values) and
-        gaps in model time units, per `prep.time_handling`. `encoder`: the
-        network's encoder; None: the fitted network's (a `set_params` after
-        fit does not change what predict accepts)."""
-        if encoder is None:
-            encoder = self._architecture_.get("encoder", "identity")
-        inputs, gaps, extra = [], [], []
-        for i, (values, times) in enumerate(zip(panel.values, panel.times)):
-            observed = ~np.isnan(values)
-            if not observed.all() and (encoder != "identity" or not prep.missing_indicator):
-                column = panel.columns[int(np.flatnonzero(~observed.all(axis=0))[0])]
-                reason = (
-                    f"the {encoder!r} encoder cannot take missing values"
-                    if encoder != "identity"
-                    else "the model was fitted on data without missing values, so it has no "
-                    "observed-channel mask; refit on data that has them, or impute first"
-                )
-                raise ValueError(f"series {panel.ids[i]!r}, column {column!r}: NaN in X, but {reason}")
-            scaled = scale_values(values, prep.scaling, prep.feature_mean, prep.feature_std)
-            if prep.missing_indicator:
-                scaled = np.concatenate([scaled, observed.astype(np.float64)], axis=1)
-            real_gaps = gaps_from_times(times, prep.time_scale, prep.first_gap)
-            step_gaps = real_gaps if prep.time_handling == "gaps" else np.ones_like(real_gaps)
-            inputs.append(scaled.astype(np.float32))
-            gaps.append(step_gaps.astype(np.float32))
-            extra.append(real_gaps[:, None].astype(np.float32))
-        return Sequences(
-            inputs=tuple(inputs),
-            gaps=tuple(gaps),
-            extra=tuple(extra) if prep.time_handling == "append" else None,
-            targets=targets,
-            per_step=per_step,
-            weights=weights,
-            elapsed=_ELAPSED[prep.time_handling],
-        )
+        return prep.check(panel, what)
 
     def _config(self) -> TrainingConfig:
         return TrainingConfig.from_estimator(self)
@@ -515,7 +326,7 @@ class SequenceEstimator(BaseEstimator):
                 self, X, y, fitted=fitted, classes=classes, sample_weight=sample_weight
             )
         else:
-            panel = self._panel(X, times, fitted=fitted)
+            panel = self._panel(X, times, self.preprocessing_ if fitted else None)
             sample_weight = self._check_sample_weight(sample_weight, panel)
             targets, per_step, target_state = self._encode_targets(
                 y, panel, state=self._target_state() if fitted else None, classes=classes, weights=sample_weight
@@ -524,16 +335,18 @@ class SequenceEstimator(BaseEstimator):
             prep = (
                 self.preprocessing_
                 if fitted
-                else learn_preprocessing(panel, self.standardize, self._time_handling, self.first_gap, weights)
+                else learn_preprocessing(
+                    panel, self.standardize, self._time_handling, self.first_gap, weights, self.encoder
+                )
             )
-            data = self._sequences(panel, prep, targets, per_step, weights, encoder=self.encoder)
+            data = prep.transform(panel, targets, per_step, weights)
             n_inputs = data.inputs[0].shape[1]
         if fitted and per_step != self.per_step_:
             raise ValueError(
                 f"y has one target per {'step' if per_step else 'series'}, but the model was fitted "
                 f"with one per {'step' if self.per_step_ else 'series'}"
             )
-        given_valid = self._validation_sequences(validation_data, prep, target_state, per_step, fitted)
+        given_valid = self._validation_sequences(validation_data, prep, target_state, per_step)
         if is_distributed():
             # In memory every process holds all the data; streamed, each
             # reads its own files of one data set (checked by `_streaming`).
@@ -626,24 +439,20 @@ class SequenceEstimator(BaseEstimator):
             raise ValueError("the class weights times sample_weight are zero for every series")
         return weights.astype(np.float32)
 
-    def _validation_sequences(self, validation_data, prep, target_state, per_step, fitted):
-        """Model-ready sequences of a user-given validation set (X, y) or (X, y, times)."""
+    def _validation_sequences(self, validation_data, prep, target_state, per_step):
+        """Model-ready sequences of a user-given validation set (X, y) or
+        (X, y, times), checked as `predict` checks its X."""
         if validation_data is None:
             return None
         if not isinstance(validation_data, tuple) or len(validation_data) not in (2, 3):
             raise TypeError("validation_data must be a tuple (X, y) or (X, y, times)")
         X_valid, y_valid, *rest = validation_data
-        panel = self._to_panel(X_valid, rest[0] if rest else None)
-        panel = check_columns(panel, prep.columns)
-        if panel.time_kind != prep.time_kind:
-            raise TypeError(
-                f"validation_data has {panel.time_kind} times, but X has {prep.time_kind} times"
-            )
+        panel = self._panel(X_valid, rest[0] if rest else None, prep, "validation_data")
         targets, valid_per_step, _ = self._encode_targets(y_valid, panel, state=target_state)
         if valid_per_step != per_step:
             raise ValueError("validation_data's y must have the same layout (per series / per step) as y")
         weights = self._weights(None, panel, targets, target_state)
-        return self._sequences(panel, prep, targets, per_step, weights, encoder=self.encoder)
+        return prep.transform(panel, targets, per_step, weights)
 
     def _split(self, data: Sequences | StreamedSequences, rng, partial):
         if partial:
@@ -725,9 +534,14 @@ class SequenceEstimator(BaseEstimator):
 
     def _predict_panel(self, panel: RaggedPanel) -> list:
         """The network's outputs per series; a non-finite one raises."""
-        data = self._sequences(panel, self.preprocessing_)
-        data = dataclasses.replace(data, per_step=self.per_step_)
-        outputs = predict_outputs(self.model_, data, self.batch_size, self._prediction_chunk_length())
+        data = self.preprocessing_.transform(panel, per_step=self.per_step_)
+        return self._check_finite(panel, predict_outputs(self.model_, data, self.batch_size, self._prediction_chunk_length()))
+
+    def _check_finite(self, panel: RaggedPanel, outputs: list) -> list:
+        """`outputs`, or a `ValueError` naming the first series (and step)
+        whose output is not finite and why (`_nonfinite_reason`); `panel`
+        holds the series' ids (and times, for a per-step model), in memory
+        or streamed alike."""
         for i, output in enumerate(outputs):
             finite = [np.isfinite(np.asarray(leaf)) for leaf in jax.tree.leaves(output)]
             if all(f.all() for f in finite):
@@ -765,8 +579,9 @@ class SequenceEstimator(BaseEstimator):
         check_is_fitted(self, "model_")
         if is_parquet_source(X):
             _no_times(times)
-            return _streaming.scored(self, X, y, sample_weight, numeric=numeric)
-        panel = self._panel(X, times, fitted=True)
+            panel, outputs, truth, weights = _streaming.scored(self, X, y, sample_weight, numeric=numeric)
+            return panel, self._check_finite(panel, outputs), truth, weights
+        panel = self._panel(X, times, self.preprocessing_)
         kind = "per_step" if self.per_step_ else "sequence"
         truth = to_targets(y, panel, numeric=numeric, kind=kind).values
         return panel, self._predict_panel(panel), truth, sample_weight
@@ -778,8 +593,8 @@ class SequenceEstimator(BaseEstimator):
         if is_parquet_source(X):
             _no_times(times)
             panel, outputs, _ = _streaming.predict(self, X)
-            return panel, outputs
-        panel = self._panel(X, times, fitted=True)
+            return panel, self._check_finite(panel, outputs)
+        panel = self._panel(X, times, self.preprocessing_)
         return panel, self._predict_panel(panel)
 
     def _as_frame(self, values, panel: RaggedPanel, columns=None):
@@ -856,7 +671,8 @@ class SequenceEstimator(BaseEstimator):
         spec = estimator._network_spec(header["n_model_inputs"], header["per_step"], target_state)
         skeleton = eqx.filter_eval_shape(spec, jax.random.key(0))  # shapes only: nothing to compile
         model = eqx.tree_deserialise_leaves(io.BytesIO(weights), skeleton)
-        prep = Preprocessing.from_json(header["preprocessing"])
+        # Files written before the encoder was kept with the preprocessing: the estimator's.
+        prep = Preprocessing.from_json({"encoder": header["params"]["encoder"], **header["preprocessing"]})
         history = header["history"]
         state = TrainingState(
             model=model,

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import os
 
-import jax
 import numpy as np
 import pandas as pd
 
@@ -51,6 +50,7 @@ from ..training import (
     own_files,
     predict_outputs,
 )
+from ._preprocessing import ELAPSED, finish_preprocessing
 from ._scaling import pooled_from_moments, series_moments
 
 
@@ -391,8 +391,6 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
     observation; or y is given apart from X, one target per series
     (`_targets_by_id`). `sample_weight`: see `_weights_by_id`, checked by
     the estimator's `_check_sample_weight`."""
-    from ._base import finish_preprocessing
-
     source, targets, weight_column = open_source(estimator, X, y, sample_weight=sample_weight)
     stepped = targets is not None and targets.per_step_only
     if stepped and not estimator._per_step_targets:
@@ -434,7 +432,7 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
     lengths = np.concatenate(stats.lengths)
     if fitted:
         prep = estimator.preprocessing_
-        estimator._check_fitted_inputs(stats.first, X)
+        prep.check(stats.first)
     else:
         counts, means, stds = (np.concatenate(a) for a in (stats.counts, stats.means, stats.stds))
         prep = finish_preprocessing(
@@ -448,26 +446,24 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
             estimator._time_handling,
             estimator.first_gap,
             weights,
+            estimator.encoder,
         )
-    n_inputs = estimator._sequences(stats.first, prep, encoder=estimator.encoder).inputs[0].shape[1]
+    n_inputs = prep.n_inputs(stats.first)
     offsets = stats.offsets
 
     def chunks(rng):
         order = own_files(owners, None if rng is None else rng.permutation(len(source.fragments)))
         for chunk, rows in read_targets(source, targets if per_step else None, order=order):
-            panel = estimator._check_fitted_inputs(chunk.panel, X) if fitted else chunk.panel
+            panel = prep.check(chunk.panel)
             positions = offsets[chunk.fragment] + chunk.first + np.arange(panel.n_series)
             if per_step:
                 chunk_targets, _, _ = estimator._encode_targets(targets.per_step(rows, panel), panel, state=target_state)
             else:
                 chunk_targets = targets_by_series[positions]
-            data = estimator._sequences(
-                panel, prep, chunk_targets, per_step, None if weights is None else weights[positions],
-                encoder=estimator.encoder,
-            )
+            data = prep.transform(panel, chunk_targets, per_step, None if weights is None else weights[positions])
             yield positions, data
 
-    elapsed = estimator._sequences(stats.first, prep, encoder=estimator.encoder).elapsed
+    elapsed = ELAPSED[prep.time_handling]
     shares = None if owners is None else FileShares(stats.parts, owners)
     data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=per_step, elapsed=elapsed, shares=shares)
     return prep, per_step, target_state, data, n_inputs
@@ -482,7 +478,7 @@ def predict(estimator, X, *, targets=None, weight_column=None, read=None) -> tup
     lengths, then one over the data (`predict_outputs` over a
     `StreamedSequences`, batched as in memory), with the `targets` (None or
     `TargetRows`) and `weight_column` (a name, or None) read along. A
-    non-finite output raises a `ValueError` naming the series."""
+    non-finite output is the estimator's to check (`_check_finite`)."""
     prep = estimator.preprocessing_
     source, targets, _ = open_source(estimator, X, targets, features=prep.columns, sample_weight=weight_column)
     owners = file_owners(source)
@@ -493,7 +489,7 @@ def predict(estimator, X, *, targets=None, weight_column=None, read=None) -> tup
     def chunks(rng):
         extra = () if weight_column is None else (weight_column,)
         for chunk, rows in read_targets(source, targets, extra=extra, order=own_files(owners)):
-            panel = estimator._check_fitted_inputs(chunk.panel, X)
+            panel = prep.check(chunk.panel)
             records.append((
                 chunk.fragment,
                 chunk.first,
@@ -502,17 +498,11 @@ def predict(estimator, X, *, targets=None, weight_column=None, read=None) -> tup
                 None if read is None else read(dataclasses.replace(chunk, panel=panel), rows),
             ))
             positions = offsets[chunk.fragment] + chunk.first + np.arange(panel.n_series)
-            yield positions, estimator._sequences(panel, prep)
+            yield positions, prep.transform(panel)
 
     shares = None if owners is None else FileShares(fragment, owners)
     data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=estimator.per_step_, cap_length=False, shares=shares)
     outputs = predict_outputs(estimator.model_, data, estimator.batch_size, estimator._prediction_chunk_length())
-    for sid, output in zip(ids, outputs):
-        if not all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(output)):
-            raise ValueError(
-                f"series {sid!r}: the model's prediction is not finite; the network overflowed "
-                "on this input (features or gaps far outside those seen in fit?)"
-            )
     if owners is not None:  # every process's chunks, in file order
         records = sorted((r for part in allgather_objects(records) for r in part), key=lambda r: r[:2])
     times = [t for r in records for t in r[3]] if estimator.per_step_ else None
