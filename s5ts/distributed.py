@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import sys
 
-from .training._distributed import (
+from .training import (
     free_port,
     initialize,
     is_distributed,
     is_primary,
     launch_local,
-    main,
     process_environment,
 )
+from .training import launch_main as main
 
 __all__ = ["free_port", "initialize", "is_distributed", "is_primary", "launch_local", "main", "process_environment"]
 

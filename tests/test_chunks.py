@@ -100,3 +100,25 @@ def test_what_cannot_be_chunked_raises_naming_chunk_length():
     with pytest.raises(ValueError):
         failed.fit(X, per_series, times=times)
     assert not hasattr(failed, "model_")  # a refused fit leaves the estimator unfitted
+
+
+def test_a_chunked_fit_from_parquet_equals_the_same_fit_in_memory(tmp_path):
+    """Truncated back-propagation over streamed data: the chunks of the
+    same batches (every series in one batch), so the same losses and
+    predictions as in memory, to float32 rounding."""
+    pytest.importorskip("pyarrow")
+    from test_parquet import SMALL, long_frame, write
+
+    df = long_frame()
+    df["v"] = 2.0 * df["a"] + 0.1 * df["time"]  # a per-step target
+    X, y = df.drop(columns=["y", "v"]), df.set_index(["id", "time"])["v"]
+    path = write(X, tmp_path, files=3, row_group_size=11)
+    kw = dict(SMALL, max_epochs=3, chunk_length=8, min_epoch_steps=None)
+    streamed = S5Regressor(**kw).fit(path, y)
+    memory = S5Regressor(**kw).fit(X, y)
+    assert streamed.per_step_ and memory.per_step_
+    assert len(streamed.history_) == 3
+    assert [r["train_loss"] for r in streamed.history_] == pytest.approx([r["train_loss"] for r in memory.history_], rel=1e-4)
+    np.testing.assert_allclose(
+        streamed.predict(path).to_numpy(), memory.predict(X, as_frame=True).to_numpy(), rtol=1e-3, atol=1e-3
+    )

@@ -16,8 +16,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from s5ts.nn._encoders import ENCODERS, IdentityEncoder, PendulumCNN, make_encoder
-
+from ..nn import ENCODERS, IdentityEncoder, PendulumCNN, make_encoder
 from ._cru_math import (
     MAX_DOUBLINGS,
     Covariance,

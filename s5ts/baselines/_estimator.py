@@ -7,17 +7,16 @@ from __future__ import annotations
 
 from numbers import Integral
 
-import equinox as eqx
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..estimators._base import TRAINING_CONSTRAINTS, SequenceEstimator, SharedParameters
-from ..estimators._regressor import RegressionTask
+from ..estimators import TRAINING_CONSTRAINTS, RegressionTask, SequenceEstimator, SharedParameters
+from ..nn import AbstractSequenceModel
 from ._cru import CRU
 
 
-class CRUNetwork(eqx.Module):
+class CRUNetwork(AbstractSequenceModel):
     """Gives a `CRU` the call signature of `SequenceNetwork`, so the shared
     training loop can drive it (CRU has no dropout and no extra inputs)."""
 

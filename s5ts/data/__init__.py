@@ -19,6 +19,7 @@ from ._panel import panel_to_frames as panel_to_frames
 from ._panel import time_scale_from as time_scale_from
 from ._panel import to_panel as to_panel
 from ._parquet import ParquetSeries as ParquetSeries
+from ._parquet import SeriesChunk as SeriesChunk
 from ._parquet import is_parquet_source as is_parquet_source
 from ._parquet import merge_in_file_order as merge_in_file_order
 from ._parquet import open_parquet as open_parquet
@@ -34,6 +35,7 @@ __all__ = [
     "MERGE_BUDGET",
     "MedianGap",
     "ParquetSeries",
+    "SeriesChunk",
     "assign_buckets",
     "bucket_length",
     "check_columns",

@@ -1,10 +1,27 @@
 """scikit-learn estimators: S5Regressor, S5Classifier.
 
-`SharedParameters`, `TRAINING_CONSTRAINTS` and `S5_CONSTRAINTS` are for
-other s5ts models that take the same parameters (the forecaster)."""
+For other s5ts models built on the same pieces (the forecaster, the CRU
+baseline): `SharedParameters`, `TRAINING_CONSTRAINTS` and `S5_CONSTRAINTS`
+(the same parameters), `SequenceEstimator` (the abstract estimator of
+ragged series) and `RegressionTask` (its regression half), `Preprocessing`
+(what fit learns of the inputs) and the scaling maths."""
 
-from ._base import S5_CONSTRAINTS, TRAINING_CONSTRAINTS, SharedParameters
+from ._base import S5_CONSTRAINTS, TRAINING_CONSTRAINTS, SequenceEstimator, SharedParameters
 from ._classifier import S5Classifier
-from ._regressor import S5Regressor
+from ._preprocessing import Preprocessing, learn_preprocessing
+from ._regressor import RegressionTask, S5Regressor
+from ._scaling import pooled_from_moments, series_moments
 
-__all__ = ["S5Classifier", "S5Regressor", "S5_CONSTRAINTS", "SharedParameters", "TRAINING_CONSTRAINTS"]
+__all__ = [
+    "Preprocessing",
+    "RegressionTask",
+    "S5Classifier",
+    "S5Regressor",
+    "S5_CONSTRAINTS",
+    "SequenceEstimator",
+    "SharedParameters",
+    "TRAINING_CONSTRAINTS",
+    "learn_preprocessing",
+    "pooled_from_moments",
+    "series_moments",
+]

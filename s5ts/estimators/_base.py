@@ -36,6 +36,7 @@ from ..nn import (
     INPUT_HOLDS,
     POOLS,
     SCAN_METHODS,
+    AbstractStatefulSequenceModel,
     SequenceNetwork,
     make_blocks,
     make_encoder,
@@ -563,10 +564,11 @@ class SequenceEstimator(BaseEstimator):
         """`chunk_length` for `predict_outputs`: a per-step model that carries
         its states runs long series in chunks (the same outputs, memory set
         by the chunk); None otherwise."""
-        chunk_length = getattr(self, "chunk_length", None)
-        if chunk_length is None or not self.per_step_ or not hasattr(self.model_, "batch_run"):
+        chunk_length = self.get_params(deep=False).get("chunk_length")
+        model = self.model_
+        if chunk_length is None or not isinstance(model, AbstractStatefulSequenceModel):
             return None
-        return None if self._architecture_.get("bidirectional", False) else int(chunk_length)
+        return int(chunk_length) if model.per_step and model.causal else None
 
     def _nonfinite_reason(self, panel: RaggedPanel, i: int, step: int | None) -> str:
         """What can make the prediction of series `i` (from `step`) non-finite."""

@@ -8,7 +8,8 @@ are read per band of leads (`lead_calibration`): the held-out queries are
 sorted by lead into up to `n_bins` bands of equal counts, each band gets
 `calibration_factor` of its own errors, and a factor never falls with the
 lead (a longer lead cannot be more certain than a shorter one was
-found). Pure numpy: no model here.
+found). The maths is pure numpy; `held_out_calibration` reads a model's
+held-out errors batch by batch and hands them to it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import math
 import numpy as np
 from jaxtyping import Float
 from scipy.stats import norm
+
+from ..training import gather_rows, predicted_batches
 
 #: The central coverages whose held-out empirical quantiles the calibrated
 #: intervals must reach (`calibration_factor`).
@@ -89,3 +92,28 @@ def lead_calibration(
     # to several falls in the highest of their bands, the widest.
     edges = np.array([leads[b[0]] for b in bands[1:]], np.float64)
     return LeadCalibration(edges, np.asarray(factors, np.float64))
+
+
+def held_out_calibration(model, data, batch_size: int, keep: float = 1.0, rng=None) -> LeadCalibration:
+    """`lead_calibration` over the held-out queries of `data` (`Sequences`
+    or `StreamedSequences`; None: `LeadCalibration()`, no calibration),
+    reduced batch by batch, each query kept with probability `keep` (a
+    uniform sample, drawn from `rng`, bounds the memory on data streamed
+    from files)."""
+    if data is None:
+        return LeadCalibration()
+    errors, variances, leads = [], [], []
+    for _, rows, batch, items in predicted_batches(model, data, batch_size):
+        all_targets, all_steps = gather_rows((batch["y"], batch["extra"]))
+        for row, (mean, var) in zip(rows, items):
+            L = len(mean)
+            targets, steps = all_targets[row, :L], all_steps[row, :L]
+            K = steps.shape[1] // (model.n_inputs + 1)
+            lead = np.repeat(steps.reshape(L, K, -1)[..., -1], targets.shape[1] // K, axis=1)  # K x d per origin
+            valid = np.isfinite(targets)
+            if keep < 1.0:
+                valid &= rng.random(valid.shape) < keep
+            errors.append(targets[valid] - mean[valid])
+            variances.append(var[valid])
+            leads.append(lead[valid])
+    return lead_calibration(np.concatenate(errors), np.concatenate(variances), np.concatenate(leads))

@@ -3,7 +3,6 @@ sktime `S5Forecaster` is a thin adapter over it)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from numbers import Integral, Real
 
@@ -28,13 +27,11 @@ from ..training import (
     check_same_data,
     data_digest,
     enable_compilation_cache,
-    gather_rows,
     is_distributed,
-    predicted_batches,
     train,
 )
 from ._calendar import ORDERS, choose_cycles
-from ._calibration import LeadCalibration, lead_calibration
+from ._calibration import held_out_calibration
 from ._network import (
     MultiHorizonNetwork,
     advance,
@@ -42,7 +39,9 @@ from ._network import (
     query_nll,
     states_after_each_step,
 )
-from ._steps import SeriesScale, StepCarry, StepLayout, last_values, observation_steps, query_steps, step_carry
+from ._series import TOO_SHORT, SeriesState, check_observed, exog_scaling, pooled_scale, where
+from ._steps import SeriesScale, StepLayout, last_values, observation_steps, query_steps
+from ._streaming import parquet_fit
 from ._windows import WindowPlan, as_sequences, copies_for, held_out_start
 
 #: The `S5Estimator` parameters the forecaster takes, with defaults for one
@@ -61,33 +60,6 @@ PARAMETERS = SharedParameters(
     n_iter_no_change=10,  # 20 kept later epochs that fit the held-out tail by chance (docs/forecasting.md)
     min_epoch_steps=None,  # its own MIN_BATCHES_PER_EPOCH repeats the windows of small data sets
 )
-
-@dataclasses.dataclass(frozen=True)
-class SeriesState:
-    """One series as the forecaster knows it: observation times, values in
-    original units, standardised exogenous features, its `SeriesScale`, and
-    the network state after its last observation.
-
-    `carry` None: the whole history is kept. A `StepCarry` (a fit from
-    Parquet): only where the series stands after its last observation —
-    `times` (1,) that observation's time, `y` (1, d) each column's last
-    observed value, `x` (1, e) — so forecasts and updates go forward from
-    it, and memory stays per series, not per observation."""
-
-    times: np.ndarray  # (L,)
-    y: np.ndarray  # (L, d), NaN = not observed
-    x: np.ndarray | None  # (L, e)
-    scale: SeriesScale
-    state: tuple  # per block, complex (P,)
-    carry: StepCarry | None = None
-
-    @classmethod
-    def at_end(cls, layout: StepLayout, times, y, x, scale: SeriesScale, state, after: StepCarry | None = None):
-        """The record that keeps only the end of observations `y` at `times`
-        (continuing `after`) with the network `state` after them."""
-        carry = step_carry(times, y, scale.spread, layout.memory, after)
-        return cls(times[-1:], carry.level[None], None if x is None else x[-1:], scale, state, carry)
-
 
 class Forecaster(BaseEstimator):
     r"""Forecast irregularly sampled series at any future times with S5.
@@ -180,8 +152,6 @@ class Forecaster(BaseEstimator):
                 raise ValueError(f"calendar: unknown cycles {unknown}; choose from {sorted(ORDERS)}")
         enable_compilation_cache()
         if is_parquet_source(y):
-            from ._streaming import parquet_fit
-
             fitted = parquet_fit(self, y, X, horizon)
         else:
             fitted = self._frames_fit(y, X, horizon)
@@ -357,7 +327,7 @@ class Forecaster(BaseEstimator):
         if record.carry is not None and (seconds <= record.times[-1]).any():
             first = when[np.flatnonzero(seconds <= record.times[-1])[0]]
             raise ValueError(
-                f"{_where(sid)}cannot forecast at {first}: the forecaster was fitted from a Parquet data set "
+                f"{where(sid)}cannot forecast at {first}: the forecaster was fitted from a Parquet data set "
                 f"and keeps each series' state after its last observation "
                 f"({_index_value(record.times[-1], self._meta['time_kind'])}), not its history; forecast after it"
             )
@@ -367,7 +337,7 @@ class Forecaster(BaseEstimator):
         if (origin < 0).any():
             first = when[np.flatnonzero(origin < 0)[0]]
             raise ValueError(
-                f"{_where(sid)}cannot forecast at {first}: it is not after the series' first observation "
+                f"{where(sid)}cannot forecast at {first}: it is not after the series' first observation "
                 f"({_index_value(record.times[0], self._meta['time_kind'])}), and a forecast needs history before it"
             )
         level = last_values(record.y)[origin]
@@ -376,7 +346,7 @@ class Forecaster(BaseEstimator):
             k = np.flatnonzero(unknown)[0]
             column = self._meta["y_columns"][np.flatnonzero(np.isnan(level[k]))[0]]
             raise ValueError(
-                f"{_where(sid)}cannot forecast column {column!r} at {when[k]}: it has no observed value before then"
+                f"{where(sid)}cannot forecast column {column!r} at {when[k]}: it has no observed value before then"
             )
         n = len(record.times)
         states = [jnp.broadcast_to(s, (len(seconds), *s.shape)) for s in record.state]
@@ -424,7 +394,7 @@ class Forecaster(BaseEstimator):
                     f"times (first missing: {first})"
                 )
             raise ValueError(
-                f"{_where(sid)}X has no row at time {first}; the forecaster was fitted with exogenous X, "
+                f"{where(sid)}X has no row at time {first}; the forecaster was fitted with exogenous X, "
                 "so X must cover every forecast time"
             )
         return x
@@ -501,7 +471,7 @@ class Forecaster(BaseEstimator):
         if record.carry is not None:
             if t[0] <= record.times[-1]:
                 raise ValueError(
-                    f"{_where(sid)}update has an observation at {_index_value(t[0], self._meta['time_kind'])}, "
+                    f"{where(sid)}update has an observation at {_index_value(t[0], self._meta['time_kind'])}, "
                     f"not after the last one the forecaster keeps "
                     f"({_index_value(record.times[-1], self._meta['time_kind'])}): fitted from a Parquet data set, it "
                     "keeps each series' state, not its history; fit again to include earlier observations"
@@ -516,7 +486,7 @@ class Forecaster(BaseEstimator):
             if not same.all():
                 when = _index_value(t[known][np.flatnonzero(~same)[0]], self._meta["time_kind"])
                 raise ValueError(
-                    f"{_where(sid)}update has a different value at {when}, a time already observed; "
+                    f"{where(sid)}update has a different value at {when}, a time already observed; "
                     "fit again to replace observations"
                 )
         new = ~known
@@ -581,25 +551,21 @@ def _x_columns(x_frame, columns):
 
 def _x_rows(sid, by_id, index, columns) -> np.ndarray:
     if sid not in by_id:
-        raise ValueError(f"{_where(sid)}X has no rows for this series")
+        raise ValueError(f"{where(sid)}X has no rows for this series")
     x_frame = _x_columns(by_id[sid], columns)
     index = _timestamps(index)
     x_frame = x_frame.set_axis(_timestamps(x_frame.index))
     missing = ~index.isin(x_frame.index)
     if missing.any():
         raise ValueError(
-            f"{_where(sid)}X has no row at time {index[np.flatnonzero(missing)[0]]}; the forecaster "
+            f"{where(sid)}X has no row at time {index[np.flatnonzero(missing)[0]]}; the forecaster "
             "was fitted with exogenous X, so X must cover every time it is asked about"
         )
     rows = x_frame.loc[index]
     for column, dtype in rows.dtypes.items():
         if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
-            raise TypeError(f"{_where(sid)}column {column!r} of X has non-numeric dtype {dtype}")
+            raise TypeError(f"{where(sid)}column {column!r} of X has non-numeric dtype {dtype}")
     return rows.to_numpy(dtype=np.float64, na_value=np.nan)
-
-
-def _where(sid) -> str:
-    return "" if sid is None else f"series {sid!r}: "
 
 
 def _index_value(seconds, time_kind):
@@ -610,57 +576,3 @@ def _index_value(seconds, time_kind):
     if kind == "timedelta":
         return pd.Timedelta(seconds, unit="s")
     return seconds
-
-
-#: The error of a fit without a single training example.
-TOO_SHORT = "y is too short to train on: no series has an observation after another within the horizon"
-
-
-def check_observed(sid, values: np.ndarray, columns) -> None:
-    """A `ValueError` naming the series and the column of `values` (L, d)
-    that has no observed value."""
-    empty = np.isnan(values).all(axis=0)
-    if empty.any():
-        raise ValueError(f"{_where(sid)}column {columns[np.flatnonzero(empty)[0]]!r} of y has no observed value")
-
-
-def exog_scaling(mean: np.ndarray, std: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The centre and unit of exogenous features (e,) from their pooled mean
-    and standard deviation: a constant or never observed feature keeps unit 1."""
-    return mean, np.where(std > 0, std, 1.0)
-
-
-def pooled_scale(owns: list[SeriesScale]) -> SeriesScale:
-    """The scale of series without their own (`SeriesScale.unknown` where a
-    column has fewer than two observations, or is constant): each field's
-    median over the series that have it, else (1, 0, 1)."""
-    d = len(owns[0].spread)
-    with np.errstate(all="ignore"):
-        pooled = [np.nanmedian(np.stack([getattr(c, f) for c in owns]), axis=0) for f in ("spread", "center", "width")]
-    fallback = (np.ones(d), np.zeros(d), np.ones(d))
-    return SeriesScale(*(np.where(np.isfinite(p), p, f) for p, f in zip(pooled, fallback)))
-
-
-def held_out_calibration(model, data, batch_size: int, keep: float = 1.0, rng=None) -> LeadCalibration:
-    """`lead_calibration` over the held-out queries of `data` (`Sequences`
-    or `StreamedSequences`; None: `LeadCalibration()`, no calibration),
-    reduced batch by batch, each query kept with probability `keep` (a
-    uniform sample, drawn from `rng`, bounds the memory on data streamed
-    from files)."""
-    if data is None:
-        return LeadCalibration()
-    errors, variances, leads = [], [], []
-    for _, rows, batch, items in predicted_batches(model, data, batch_size):
-        all_targets, all_steps = gather_rows((batch["y"], batch["extra"]))
-        for row, (mean, var) in zip(rows, items):
-            L = len(mean)
-            targets, steps = all_targets[row, :L], all_steps[row, :L]
-            K = steps.shape[1] // (model.n_inputs + 1)
-            lead = np.repeat(steps.reshape(L, K, -1)[..., -1], targets.shape[1] // K, axis=1)  # K x d per origin
-            valid = np.isfinite(targets)
-            if keep < 1.0:
-                valid &= rng.random(valid.shape) < keep
-            errors.append(targets[valid] - mean[valid])
-            variances.append(var[valid])
-            leads.append(lead[valid])
-    return lead_calibration(np.concatenate(errors), np.concatenate(variances), np.concatenate(leads))

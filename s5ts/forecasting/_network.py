@@ -20,7 +20,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
 
 from ..data import bucket_length, pad_batch
-from ..nn import MLPHead, SequenceNetwork
+from ..nn import AbstractSequenceModel, MLPHead, SequenceNetwork
 from ..training import VARIANCE_FLOOR
 
 State = tuple  # one complex (P,) array per S5 block
@@ -62,7 +62,7 @@ class LeadHead(eqx.Module):
         return mean, jnp.exp(jnp.clip(log_var, -12.0, 12.0))
 
 
-class MultiHorizonNetwork(eqx.Module):
+class MultiHorizonNetwork(AbstractSequenceModel):
     """**Call:** `net(u (L, n_in), gaps (L,), mask (L,), queries (L, K·(n_in+1)),
     *, key=None, inference=True) -> (mean, var)`, each (L, K·d): the Gaussian
     forecast of each origin's K queries (a query is a step input followed by

@@ -33,12 +33,13 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from ..data import MedianGap, ParquetSeries, merge_in_file_order, open_parquet
-from ..data._parquet import SeriesChunk
-from ..estimators._scaling import pooled_from_moments, series_moments
+from ..data import MedianGap, ParquetSeries, SeriesChunk, merge_in_file_order, open_parquet
+from ..estimators import pooled_from_moments, series_moments
 from ..training import FileShares, StreamedSequences, agreed_seed, file_owners, gather_results, own_files
 from ._calendar import choose_cycles
+from ._calibration import held_out_calibration
 from ._network import advance
+from ._series import TOO_SHORT, SeriesState, check_observed, exog_scaling, pooled_scale
 from ._steps import SeriesScale, StepLayout, observation_steps
 from ._windows import VALIDATION_QUERIES, as_sequences, held_out_start
 
@@ -176,8 +177,6 @@ def statistics_pass(source: _Source, validation_fraction: float, owners: np.ndar
 
 
 def _share_statistics(source: _Source, validation_fraction: float, files=None) -> _Statistics:
-    from ._forecaster import check_observed
-
     stats = _Statistics()
     for series, chunk in source.chunks(order=files):
         panel = chunk.panel
@@ -210,8 +209,6 @@ def _share_statistics(source: _Source, validation_fraction: float, files=None) -
 def parquet_fit(forecaster, y, X, horizon) -> dict:
     """The fitted attributes of `forecaster` from the Parquet data set `y`
     (see the module docstring)."""
-    from ._forecaster import TOO_SHORT, SeriesState, exog_scaling, held_out_calibration, pooled_scale
-
     source = open_source(forecaster, y, X)
     owners = file_owners(source.parquet)
     stats = statistics_pass(source, forecaster.validation_fraction, owners)

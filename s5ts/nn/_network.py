@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Complex, Float, Key, PRNGKeyArray
 
 from ._block import S5Block
+from ._model import AbstractStatefulSequenceModel
 
 
 def elup1(x: Array) -> Array:
@@ -78,7 +79,7 @@ POOLS = {"mean": masked_mean, "max": masked_max, "last": masked_last}
 POOLINGS = ("none", *POOLS)
 
 
-class SequenceNetwork(eqx.Module):
+class SequenceNetwork(AbstractStatefulSequenceModel):
     """Encoder → Linear to `d_model` → stacked `S5Block`s → head, on one sequence.
 
     **Arguments:**
@@ -261,6 +262,14 @@ class SequenceNetwork(eqx.Module):
         h, mask = self._embedded(u, mask, extra)
         _, states = self._blocks(h, gaps, mask, state, key, inference, every_step=True)
         return states
+
+    @property
+    def per_step(self) -> bool:
+        return self.pooling == "none"
+
+    @property
+    def causal(self) -> bool:
+        return not any(block.ssm.bidirectional for block in self.blocks)
 
     def _require_per_step(self, what: str) -> None:
         if self.pooling != "none":

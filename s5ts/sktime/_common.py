@@ -3,7 +3,7 @@ their capability tags and fast test settings."""
 
 from __future__ import annotations
 
-from ..estimators._base import SharedParameters
+from ..estimators import SharedParameters
 
 #: `S5Regressor` / `S5Classifier` parameters the panel adapters expose, with
 #: their defaults (not exposed: `warm_start`, which sktime's `fit` reset

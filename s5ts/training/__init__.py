@@ -16,7 +16,19 @@ from ._cache import (
 )
 from ._checkpoint import Checkpoints, LoopState, check_fingerprint, data_digest, saved_fingerprint
 from ._devices import Placement, gather_rows, placement_for, to_default_device
-from ._distributed import agreed_seed, allgather_objects, check_same_data, gather_results, is_distributed, is_primary
+from ._distributed import (
+    agreed_seed,
+    allgather_objects,
+    check_same_data,
+    free_port,
+    gather_results,
+    initialize,
+    is_distributed,
+    is_primary,
+    launch_local,
+    process_environment,
+)
+from ._distributed import main as launch_main
 from ._early_stopping import EarlyStopping
 from ._initial import NetworkSpec
 from ._loop import (
@@ -47,7 +59,7 @@ from ._optimizer import (
     schedule_scales,
     with_learning_rates,
 )
-from ._sequences import Sequences, batch_rows, iterate_batches, padded_batch, split_validation, steps_per_epoch
+from ._sequences import SequenceData, Sequences, batch_rows, iterate_batches, padded_batch, split_validation, steps_per_epoch
 from ._shards import FileShares, ShardedStep, file_owners, own_files, shard_plan, share_files
 from ._streaming import StreamedSequences
 from ._thinning import keep_observations, thin_observations
@@ -61,6 +73,7 @@ __all__ = [
     "NetworkSpec",
     "NonFiniteLossError",
     "Placement",
+    "SequenceData",
     "Sequences",
     "ShardedStep",
     "StreamedSequences",
@@ -84,7 +97,12 @@ __all__ = [
     "gather_results",
     "gather_rows",
     "gaussian_nll_loss",
+    "free_port",
+    "initialize",
     "is_distributed",
+    "launch_local",
+    "launch_main",
+    "process_environment",
     "is_primary",
     "iterate_batches",
     "keep_observations",

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..data import assign_buckets, make_batches, plan_buckets
+from ..nn import AbstractStatefulSequenceModel
 from ._devices import placement_for
 
 #: The smallest `chunk_length` accepted (shorter chunks spend their time on
@@ -32,11 +32,12 @@ from ._devices import placement_for
 MIN_CHUNK_LENGTH = 8
 
 
-def check_chunking(model, per_step: bool, chunk_length: int | None, *, streamed: bool = False) -> None:
+def check_chunking(model, per_step: bool, chunk_length: int | None) -> None:
     """Raise a ValueError naming `chunk_length` when `model` cannot be
     trained in chunks: chunking needs per-step targets of a causal network
     with carried states (`batch_run`: a unidirectional S5 `SequenceNetwork`
-    with pooling "none"), in-memory data and one process."""
+    with pooling "none") and one process; the data may be in memory or
+    streamed (`SequenceData`: both give batches of the same plan)."""
     if chunk_length is None:
         return
     if isinstance(chunk_length, bool) or not isinstance(chunk_length, (int, np.integer)):
@@ -46,12 +47,10 @@ def check_chunking(model, per_step: bool, chunk_length: int | None, *, streamed:
     needs = "chunk_length needs per-step targets (one per observation) of a causal network"
     if not per_step:
         raise ValueError(f"{needs}; y has one target per series (pooling): set chunk_length=None")
-    if not hasattr(model, "batch_run") or getattr(model, "pooling", "none") != "none":
+    if not isinstance(model, AbstractStatefulSequenceModel) or not model.per_step:
         raise ValueError(f"{needs} that carries its states (an S5 network); set chunk_length=None")
-    if any(getattr(block.ssm, "bidirectional", False) for block in model.blocks):
+    if not model.causal:
         raise ValueError(f"{needs}; a bidirectional network sees the future: set bidirectional=False")
-    if streamed:
-        raise ValueError("chunk_length is not supported with streamed (Parquet) data; load it into memory")
     if jax.process_count() > 1:
         raise ValueError("chunk_length is not supported across several processes (jax.distributed)")
 
@@ -62,16 +61,13 @@ def n_chunks(length: int, chunk_length: int) -> int:
 
 
 def chunk_steps_per_epoch(data, rows: int, chunk_length: int) -> int:
-    """The optimiser steps of an epoch over in-memory `data` (a `Sequences`)
-    in chunks: for every batch of its plan, the chunks of its padded length.
-    An upper bound: a batch's chunks beyond its longest series hold padding
-    alone and are skipped (`chunk_batch`), so an epoch of series of mixed
-    lengths may take fewer."""
-    lengths = data.lengths
-    buckets = plan_buckets(lengths, cap=data.cap_length)
-    padded = assign_buckets(lengths, buckets)
-    plan = make_batches(lengths, rows, shuffle=False, buckets=buckets)
-    return sum(n_chunks(int(padded[indices[0]]), int(chunk_length)) for indices in plan)
+    """The optimiser steps of an epoch over `data` (a `SequenceData`, in
+    memory or streamed) in chunks: for every batch of its plan
+    (`batch_lengths`), the chunks of its padded length. An upper bound: a
+    batch's chunks beyond its longest series hold padding alone and are
+    skipped (`chunk_batch`), so an epoch of series of mixed lengths may
+    take fewer."""
+    return sum(n_chunks(int(length), int(chunk_length)) for length in data.batch_lengths(rows))
 
 
 def chunk_batch(batch: dict, chunk_length: int, real_length: int | None = None) -> Iterator[dict]:

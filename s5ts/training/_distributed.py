@@ -241,7 +241,7 @@ def free_port() -> int:
 #: `python script.py args` would (its folder first on the import path).
 _BOOTSTRAP = (
     "import os, runpy, sys\n"
-    "from s5ts.training._distributed import initialize\n"
+    "from s5ts.training import initialize\n"
     "initialize()\n"
     "sys.argv = sys.argv[1:]\n"
     "sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))\n"

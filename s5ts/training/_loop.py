@@ -38,8 +38,7 @@ from ._distributed import is_primary
 from ._early_stopping import EarlyStopping
 from ._initial import initial_model_and_state
 from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, with_learning_rates
-from ._sequences import Sequences, batch_rows, iterate_batches, steps_per_epoch
-from ._streaming import StreamedSequences
+from ._sequences import SequenceData, batch_rows, iterate_batches, steps_per_epoch
 
 # ----- compile time, from JAX's own monitoring events -----
 
@@ -95,13 +94,7 @@ def _batched_outputs(model, batch, key, inference, *, keys=None):
     rows = batch["u"].shape[0]
     if keys is None and key is not None:
         keys = jax.random.split(key, rows)
-    if hasattr(model, "batch"):
-        return model.batch(batch["u"], batch["gaps"], batch["mask"], extra, keys=keys, inference=inference)
-
-    def one(u, gaps, mask, extra, k):
-        return model(u, gaps, mask, extra, key=k, inference=inference)
-
-    return jax.vmap(one)(batch["u"], batch["gaps"], batch["mask"], extra, keys)
+    return model.batch(batch["u"], batch["gaps"], batch["mask"], extra, keys=keys, inference=inference)
 
 
 def _mean_loss(outputs, batch, loss_fn):
@@ -222,7 +215,7 @@ def evaluate_batch(model, batch, metric_fn):
     return _metric(metric_fn, predict_batch(model, inputs), batch["y"], batch["weights"])
 
 
-def _forward_only(data: Sequences | StreamedSequences) -> Sequences | StreamedSequences:
+def _forward_only(data: SequenceData) -> SequenceData:
     """`data` batched at power-of-two lengths, uncapped: the validation set
     and the series given to `predict` then share the forward pass's
     compiled shapes (capped at each set's own longest series, they rarely
@@ -231,7 +224,7 @@ def _forward_only(data: Sequences | StreamedSequences) -> Sequences | StreamedSe
 
 
 def evaluate(
-    model, data: Sequences | StreamedSequences, batch_size: int, metric_fn, chunk_length: int | None = None
+    model, data: SequenceData, batch_size: int, metric_fn, chunk_length: int | None = None
 ) -> float:
     """The weighted mean of `metric_fn` over every real element of `data`
     (per-step data with `chunk_length`: over chunks with carried states, `_chunks`)."""
@@ -254,7 +247,7 @@ def evaluate(
 
 
 def predict_outputs(
-    model, data: Sequences | StreamedSequences, batch_size: int, chunk_length: int | None = None
+    model, data: SequenceData, batch_size: int, chunk_length: int | None = None
 ) -> list:
     """Network outputs per series, in input order (numpy; per step: trimmed
     to L_i). Per-step data with `chunk_length` runs over chunks of that many
@@ -268,7 +261,7 @@ def predict_outputs(
 
 
 def predicted_batches(
-    model, data: Sequences | StreamedSequences, batch_size: int, chunk_length: int | None = None
+    model, data: SequenceData, batch_size: int, chunk_length: int | None = None
 ) -> Iterator[tuple[np.ndarray, np.ndarray, dict, list]]:
     """`predict_outputs` one batch at a time: `(indices, rows, batch,
     outputs)` with the positions of the batch's series, the rows of the
@@ -414,8 +407,8 @@ class _Progress:
 
 def train(
     state: TrainingState,
-    train_data: Sequences | StreamedSequences,
-    valid_data: Sequences | StreamedSequences | None,
+    train_data: SequenceData,
+    valid_data: SequenceData | None,
     loss_fn: Callable,
     metric_fn: Callable,
     config: TrainingConfig,
@@ -463,7 +456,7 @@ def train(
     epochs = config.max_epochs if epochs is None else epochs
     rows = batch_rows(len(train_data), config.batch_size)
     chunk_length = config.chunk_length
-    check_chunking(state.model, train_data.per_step, chunk_length, streamed=not isinstance(train_data, Sequences))
+    check_chunking(state.model, train_data.per_step, chunk_length)
     if chunk_length is None:
         batches_per_pass = steps_per_epoch(train_data, rows)
     else:

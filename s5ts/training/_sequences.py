@@ -8,6 +8,7 @@ fit compiles one training step per bucket.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import math
 from collections.abc import Iterator
@@ -20,9 +21,50 @@ from ._devices import placement_for
 from ._thinning import draw_kept, keep_observations
 
 
+class SequenceData(abc.ABC):
+    """What training, evaluation and prediction read: series with known
+    lengths, batched into padded batches of the length buckets of
+    `plan_buckets`. `Sequences` holds them in memory; `StreamedSequences`
+    reads them chunk by chunk (`_streaming`). Each batches its own way
+    (`iterate_batches`); the plan of an epoch (how many batches, of which
+    padded lengths: `batch_lengths`) is the same for the same series."""
+
+    per_step: bool
+    cap_length: bool
+    elapsed: tuple[str, ...]
+    #: (n,) int64 the length of every series, by position.
+    lengths: np.ndarray
+
+    @abc.abstractmethod
+    def __len__(self) -> int: ...
+
+    @abc.abstractmethod
+    def subset(self, indices) -> "SequenceData":
+        """The series at the sorted positions `indices`, renumbered from 0."""
+
+    @abc.abstractmethod
+    def iterate_batches(
+        self, rows: int, *, shuffle: bool, rng: np.random.Generator | None = None, observation_dropout: float = 0.0
+    ) -> Iterator[tuple[np.ndarray, dict]]:
+        """(positions, batch) pairs: every series once, in padded batches of
+        `rows` rows placed on the devices (`placement_for(rows)`)."""
+
+    @abc.abstractmethod
+    def batch_lengths(self, rows: int) -> np.ndarray:
+        """The padded length of every batch of an epoch (in plan order)."""
+
+    def steps_per_epoch(self, rows: int) -> int:
+        """The number of batches an epoch takes."""
+        return len(self.batch_lengths(rows))
+
+    def _padded(self) -> np.ndarray:
+        """(n,) the padded length (bucket) of every series."""
+        return assign_buckets(self.lengths, plan_buckets(self.lengths, cap=self.cap_length))
+
+
 @dataclasses.dataclass(frozen=True)
-class Sequences:
-    """Model-ready ragged data.
+class Sequences(SequenceData):
+    """Model-ready ragged data, in memory.
 
     - `inputs`: n arrays (L_i, D) float32.
     - `gaps`: n arrays (L_i,) float32, in model time units.
@@ -53,6 +95,30 @@ class Sequences:
     def __len__(self) -> int:
         return len(self.inputs)
 
+    def batch_lengths(self, rows: int) -> np.ndarray:
+        padded = self._padded()
+        plan = make_batches(self.lengths, rows, shuffle=False, buckets=plan_buckets(self.lengths, cap=self.cap_length))
+        return np.array([padded[indices[0]] for indices in plan], np.int64)
+
+    def iterate_batches(
+        self, rows: int, *, shuffle: bool, rng: np.random.Generator | None = None, observation_dropout: float = 0.0
+    ) -> Iterator[tuple[np.ndarray, dict]]:
+        placement = placement_for(rows)
+        mine = placement.local_rows or slice(0, rows)
+        lengths = self.lengths
+        buckets = plan_buckets(lengths, cap=self.cap_length)
+        padded = assign_buckets(lengths, buckets)
+        for indices in make_batches(lengths, rows, shuffle=shuffle, rng=rng, buckets=buckets):
+            length = int(padded[indices[0]])
+            batch = padded_batch(self, indices[mine], mine.stop - mine.start, length)
+            if observation_dropout > 0:
+                row_lengths = np.zeros(rows, np.int64)
+                row_lengths[: len(indices)] = lengths[indices]
+                mask = np.arange(length)[None, :] < row_lengths[:, None]
+                kept = draw_kept(mask, observation_dropout, rng)[mine]
+                batch = keep_observations(batch, kept, per_step=self.per_step, elapsed=self.elapsed)
+            yield indices, placement.put_batch(batch)
+
     @property
     def lengths(self) -> np.ndarray:
         return np.array([len(g) for g in self.gaps], dtype=np.int64)
@@ -77,7 +143,7 @@ class Sequences:
         )
 
 
-def split_validation(data: Sequences | StreamedSequences, fraction: float, rng: np.random.Generator):
+def split_validation(data: SequenceData, fraction: float, rng: np.random.Generator):
     """(train, valid) with `floor(fraction * n)` random series held out, or
     (data, None) when that leaves either side empty (streamed data: the
     same series as the same data in memory, by `subset`)."""
@@ -133,7 +199,7 @@ def batch_rows(n: int, batch_size: int) -> int:
 
 
 def iterate_batches(
-    data: Sequences | StreamedSequences,
+    data: SequenceData,
     rows: int,
     *,
     shuffle: bool,
@@ -154,32 +220,9 @@ def iterate_batches(
     would."""
     if not 0.0 <= observation_dropout < 1.0:
         raise ValueError(f"observation_dropout must be in [0, 1), got {observation_dropout!r}")
-    if not isinstance(data, Sequences):  # streamed (`StreamedSequences`): its own buffers
-        yield from data.iterate_batches(rows, shuffle=shuffle, rng=rng, observation_dropout=observation_dropout)
-        return
-    placement = placement_for(rows)
-    mine = placement.local_rows or slice(0, rows)
-    lengths = data.lengths
-    buckets = plan_buckets(lengths, cap=data.cap_length)
-    padded = assign_buckets(lengths, buckets)
-    for indices in make_batches(lengths, rows, shuffle=shuffle, rng=rng, buckets=buckets):
-        length = int(padded[indices[0]])
-        batch = padded_batch(data, indices[mine], mine.stop - mine.start, length)
-        if observation_dropout > 0:
-            row_lengths = np.zeros(rows, np.int64)
-            row_lengths[: len(indices)] = lengths[indices]
-            mask = np.arange(length)[None, :] < row_lengths[:, None]
-            kept = draw_kept(mask, observation_dropout, rng)[mine]
-            batch = keep_observations(batch, kept, per_step=data.per_step, elapsed=data.elapsed)
-        yield indices, placement.put_batch(batch)
+    return data.iterate_batches(rows, shuffle=shuffle, rng=rng, observation_dropout=observation_dropout)
 
 
-def steps_per_epoch(data: Sequences | StreamedSequences, rows: int) -> int:
+def steps_per_epoch(data: SequenceData, rows: int) -> int:
     """The number of batches an epoch over `data` takes."""
-    if not isinstance(data, Sequences):
-        return data.steps_per_epoch(rows)
-    return len(make_batches(data.lengths, rows, shuffle=False, buckets=plan_buckets(data.lengths, cap=data.cap_length)))
-
-
-# Streamed data batch themselves (`_streaming` builds on this module).
-from ._streaming import StreamedSequences  # noqa: E402
+    return data.steps_per_epoch(rows)

@@ -33,13 +33,13 @@ import numpy as np
 from ..data import assign_buckets, plan_buckets
 from ._devices import placement_for
 from ._distributed import allgather_objects
-from ._sequences import Sequences, padded_batch
+from ._sequences import SequenceData, Sequences, padded_batch
 from ._shards import FileShares, shard_plan
 from ._thinning import draw_kept, keep_observations, thin_observations
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class StreamedSequences:
+class StreamedSequences(SequenceData):
     """Series streamed chunk by chunk, batched like `Sequences`.
 
     - `lengths`: (n,) int64, the length of every series, by position.
@@ -65,16 +65,13 @@ class StreamedSequences:
     def __len__(self) -> int:
         return int(len(self.lengths))
 
-    def steps_per_epoch(self, rows: int) -> int:
-        """Batches an epoch takes: ⌈series / rows⌉ per bucket, as in memory
-        (across processes: `shard_plan`'s steps)."""
+    def batch_lengths(self, rows: int) -> np.ndarray:
+        """⌈series / rows⌉ batches per bucket, as in memory (across
+        processes: `shard_plan`'s steps)."""
         if self.shares is not None:
-            return len(self._plan(rows, None)[1])
-        _, counts = np.unique(self._padded(), return_counts=True)
-        return int(sum(math.ceil(c / rows) for c in counts))
-
-    def _padded(self) -> np.ndarray:
-        return assign_buckets(self.lengths, plan_buckets(self.lengths, cap=self.cap_length))
+            return np.array([step.length for step in self._plan(rows, None)[1]], np.int64)
+        buckets, counts = np.unique(self._padded(), return_counts=True)
+        return np.repeat(buckets, [math.ceil(c / rows) for c in counts]).astype(np.int64)
 
     def _plan(self, rows: int, order):
         """(the placement, `shard_plan`'s steps) of batches of `rows` rows

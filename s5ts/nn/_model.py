@@ -1,0 +1,87 @@
+"""The interface every network the training loop drives implements
+(Equinox's abstract/final pattern: the loop asks nothing with `hasattr`).
+
+`AbstractSequenceModel`: one sequence in — inputs (L, D), per-step gaps
+(L,), mask (L,), optional extra inputs — outputs out; `batch` runs B
+sequences (`jax.vmap` of the call unless a model batches better itself).
+`AbstractStatefulSequenceModel` adds what truncated back-propagation and
+chunked prediction need (`s5ts.training`'s `chunk_length`): `batch_run`
+continues every row from a carried state, and `per_step` / `causal` say
+whether the model's outputs may be computed chunk by chunk.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import equinox as eqx
+import jax
+from jaxtyping import Array, Bool, Complex, Float, Key, PRNGKeyArray
+
+
+class AbstractSequenceModel(eqx.Module):
+    """A network of one sequence (see the module docstring)."""
+
+    @abc.abstractmethod
+    def __call__(
+        self,
+        u: Float[Array, "L D"],
+        gaps: Float[Array, " L"],
+        mask: Bool[Array, " L"] | None = None,
+        extra: Float[Array, "L E"] | None = None,
+        *,
+        key: PRNGKeyArray | None = None,
+        inference: bool = True,
+    ) -> Any: ...
+
+    def batch(
+        self,
+        u: Float[Array, "B L D"],
+        gaps: Float[Array, "B L"],
+        mask: Bool[Array, "B L"],
+        extra: Float[Array, "B L E"] | None = None,
+        *,
+        keys: Key[Array, " B"] | None = None,
+        inference: bool = True,
+    ) -> Any:
+        """The call on each of B sequences (`keys` (B,) or None): `jax.vmap`."""
+
+        def one(u, gaps, mask, extra, key):
+            return self(u, gaps, mask, extra, key=key, inference=inference)
+
+        return jax.vmap(one)(u, gaps, mask, extra, keys)
+
+
+class AbstractStatefulSequenceModel(AbstractSequenceModel):
+    """A network whose per-step outputs can be computed chunk by chunk, each
+    chunk continuing from the states the previous one ended in."""
+
+    @property
+    @abc.abstractmethod
+    def per_step(self) -> bool:
+        """Whether the model gives an output per step (not a pooled one)."""
+
+    @property
+    @abc.abstractmethod
+    def causal(self) -> bool:
+        """Whether an output depends on earlier steps alone (no backward pass)."""
+
+    @abc.abstractmethod
+    def init_state(self) -> tuple[Complex[Array, " P"], ...]:
+        """The state before a series' first step."""
+
+    @abc.abstractmethod
+    def batch_run(
+        self,
+        u: Float[Array, "B L D"],
+        gaps: Float[Array, "B L"],
+        mask: Bool[Array, "B L"],
+        extra: Float[Array, "B L E"] | None,
+        state: tuple[Complex[Array, "B P"], ...],
+        *,
+        keys: Key[Array, " B"] | None = None,
+        inference: bool = True,
+    ) -> tuple[Any, tuple[Complex[Array, "B P"], ...]]:
+        """(per-step outputs, each row's state after its last real step),
+        every row continuing from `state`."""
