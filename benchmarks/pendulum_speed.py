@@ -50,7 +50,7 @@ def _step_call(estimator, panel, y, rows):
     key = jax.random.key(0)
 
     def step():
-        return train_step(model, opt_state, batch, rates, key, optimizer, loss_fn)[2]
+        return train_step(model, opt_state, batch, None, rates, key, optimizer, loss_fn)[2]
 
     return step
 

@@ -1,4 +1,4 @@
-"""Very long series in chunks with carried states (`s5ts.training._chunks`):
+"""Very long series in chunks with carried states (`s5ts.training._backprop`):
 the chunked forward pass equals the whole one, a fit whose chunks hold whole
 series equals the unchunked fit, a chunked fit of a long series learns, and
 what cannot be chunked says so."""
@@ -10,7 +10,7 @@ import pytest
 
 from s5ts import S5Regressor
 from s5ts.nn import SequenceNetwork, make_blocks, make_encoder
-from s5ts.training import Sequences, predict_outputs
+from s5ts.training import Sequences, TruncatedBackprop, predict_outputs
 
 TINY = dict(n_layers=1, d_model=8, state_size=4, random_state=0, min_epoch_steps=None)
 
@@ -35,7 +35,7 @@ def test_chunked_forward_equals_whole_sequence(scan, getkey):
     )
     model = _network(scan, getkey())
     whole = predict_outputs(model, data, batch_size=4)
-    chunked = predict_outputs(model, data, batch_size=4, chunk_length=16)
+    chunked = predict_outputs(model, data, batch_size=4, backprop=TruncatedBackprop(16))
     for n, w, c in zip(lengths, whole, chunked):
         assert w.shape == c.shape == (n, 2)
         np.testing.assert_allclose(c, w, rtol=1e-4, atol=1e-5)

@@ -261,18 +261,30 @@ def test_unsorted_times():
         to_panel(_with(_frames(), "b", df))
 
 
-def test_unsorted_times_in_multiindex():
+def test_rows_of_a_multiindex_frame_in_any_order_are_the_same_panel():
+    """A MultiIndex frame's rows are a set: shuffled, they give the sorted
+    panel (series in order of first appearance, each in time order)."""
     mi = pd.concat(_frames())
-    rows = list(range(len(mi)))
-    rows[4], rows[5] = rows[5], rows[4]  # swap the two rows of series 'b'
-    with pytest.raises(ValueError, match=r"series 'b'.*not sorted"):
-        to_panel(mi.iloc[rows])
+    shuffled = mi.iloc[np.random.default_rng(0).permutation(len(mi))]
+    panel = to_panel(shuffled)
+    want = to_panel(mi.loc[list(pd.unique(shuffled.index.get_level_values(0)))])
+    assert_same_panel(panel, want)
+    np.testing.assert_array_equal(panel.rows_in_order(shuffled["x"].to_numpy()), np.concatenate(panel.values)[:, 0])
 
 
-def test_unsorted_times_in_long_frame():
-    long = pd.DataFrame({"id": [7, 7, 8], "t": [2.0, 1.0, 0.0], "x": [1.0, 2.0, 3.0]})
-    with pytest.raises(ValueError, match=r"series 7.*not sorted"):
-        to_panel(long, id_col="id", time_col="t")
+def test_rows_of_a_long_frame_in_any_order_are_sorted_and_repeated_times_raise():
+    long = pd.DataFrame({"id": [7, 8, 7, 7], "t": [2.0, 0.0, 1.0, 3.0], "x": [1.0, 3.0, 2.0, 4.0]})
+    panel = to_panel(long, id_col="id", time_col="t")
+    assert panel.ids == (7, 8)
+    np.testing.assert_array_equal(panel.times[0], [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(panel.values[0][:, 0], [2.0, 1.0, 4.0])
+    assert panel.row_order.tolist() == [2, 0, 3, 1]
+    assert panel.rows_to_series(np.array(["a", "b", "a", "a"])).tolist() == ["a", "b"]
+    in_order = to_panel(long.sort_values(["id", "t"]), id_col="id", time_col="t")
+    assert in_order.row_order is None
+    repeated = pd.DataFrame({"id": [7, 7, 7], "t": [2.0, 1.0, 2.0], "x": [1.0, 2.0, 3.0]})
+    with pytest.raises(ValueError, match=r"series 7: rows 0 and 2 of X have the same time 2.0"):
+        to_panel(repeated, id_col="id", time_col="t")
 
 
 def test_duplicate_times():
@@ -583,11 +595,12 @@ def test_default_times_are_flagged():
     assert not to_panel(pd.Series(_frames())).default_times
 
 
-def test_unsorted_long_frame_suggests_sort_values():
+def test_a_long_frame_as_a_query_returns_it_fits_as_the_sorted_one():
     long = _long()
-    long.loc[3, "hours"] = 1.0
-    with pytest.raises(ValueError, match=r"series 'p1': times are not sorted.*X.sort_values\(\['patient', 'hours'\]\)"):
-        to_panel(long, id_col="patient", time_col="hours")
+    shuffled = long.iloc[[3, 1, 0, 4, 2]]
+    a = to_panel(shuffled, id_col="patient", time_col="hours")
+    b = to_panel(long, id_col="patient", time_col="hours")
+    assert_same_panel(a, b)
 
 
 # --------------------------------------------------------------------------

@@ -33,6 +33,7 @@ SETUP = textwrap.dedent(
         "S5Regressor": per_series,
         "S5Regressor, dropout": per_series,
         "CRURegressor": [np.sin(t + 0.5)[:, None] for t in times],  # per step
+        "S5Regressor, chunked": [np.sin(t + 0.5) for t in times],  # per step
     }
     common = dict(max_epochs=2, batch_size=8, random_state=0, validation_fraction=0.25)
     estimators = {
@@ -40,12 +41,14 @@ SETUP = textwrap.dedent(
         # each row keeps its dropout key when the rows are split (`_loop._loss_and_grads`)
         "S5Regressor, dropout": S5Regressor(n_layers=1, d_model=8, state_size=4, dropout=0.2, **common),
         "CRURegressor": CRURegressor(encoder="identity", latent_obs_size=3, hidden_size=8, **common),
+        # truncated back-propagation through the same data-parallel step (`_backprop`)
+        "S5Regressor, chunked": S5Regressor(n_layers=1, d_model=8, state_size=4, chunk_length=8, **common),
     }
 
 
     def fit_predict(name):
         est = estimators[name].fit(X, targets[name], times=times)
-        if name == "CRURegressor":
+        if name in ("CRURegressor", "S5Regressor, chunked"):
             return est, np.concatenate(est.predict(X, times=times))
         return est, est.predict(X, times=times)
     """

@@ -176,8 +176,9 @@ PARQUET_DATA = textwrap.dedent(
             frames.append(pd.DataFrame({"id": f"s{i:02d}", "time": t, "a": np.sin(t), "b": rng.normal(size=L),
                                         "y": float(np.sin(t).mean())}))
         df = pd.concat(frames, ignore_index=True)
-        if bad is not None:  # a time going backwards in series `bad`
-            df.loc[(df["id"] == bad).to_numpy().nonzero()[0][1], "time"] = -1.0
+        if bad is not None:  # a time repeated in series `bad`
+            rows = (df["id"] == bad).to_numpy().nonzero()[0]
+            df.loc[rows[1], "time"] = df.loc[rows[0], "time"]
         os.makedirs(folder, exist_ok=True)
         for k, part in enumerate(np.array_split(df["id"].unique(), 4)):
             table = pa.Table.from_pandas(df[df["id"].isin(part)], preserve_index=False)

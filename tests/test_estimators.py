@@ -386,10 +386,10 @@ def _patch_train_step(monkeypatch, after, action):
 
 
 def _poison(outputs):
-    model, opt_state, _ = outputs
+    model, opt_state, _, states = outputs
     params, static = eqx.partition(model, eqx.is_inexact_array)
     params = jax.tree.map(lambda p: p * jnp.nan, params)
-    return eqx.combine(params, static), opt_state, jnp.float32(jnp.nan)
+    return eqx.combine(params, static), opt_state, jnp.float32(jnp.nan), states
 
 
 def _interrupt(outputs):

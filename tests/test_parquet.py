@@ -224,13 +224,20 @@ def test_order_and_column_errors_name_the_series_or_column(tmp_path):
     pq.write_table(pa.Table.from_pandas(first.iloc[2:], preserve_index=False), tmp_path / "split" / "b.parquet")
     with pytest.raises(ValueError, match=r"series 's000' appears again in .*b\.parquet"):
         estimator.fit(str(tmp_path / "split"), "y")
-    # time going backwards
+    # a series' rows in another order are read in time order, as in memory; a repeated time raises
     backwards = df.copy()
-    rows = np.flatnonzero(backwards.id == "s002")[:2]
-    backwards.loc[rows, "time"] = backwards.loc[rows[::-1], "time"].to_numpy()
+    rows = np.flatnonzero(backwards.id == "s002")
+    backwards.iloc[rows] = backwards.iloc[rows[::-1]].to_numpy()
     pq.write_table(pa.Table.from_pandas(backwards, preserve_index=False), tmp_path / "back.parquet")
-    with pytest.raises(ValueError, match=r"series 's002'.*not sorted.*back\.parquet"):
-        estimator.fit(str(tmp_path / "back.parquet"), "y")
+    read = [c.panel for c in open_parquet(tmp_path / "back.parquet", id_col="id", time_col="time").read()]
+    panel = next(p for p in read if "s002" in p.ids)
+    i = panel.ids.index("s002")
+    np.testing.assert_array_equal(panel.times[i], df.time[df.id == "s002"].to_numpy())
+    np.testing.assert_array_equal(panel.values[i][:, 0], df.a[df.id == "s002"].to_numpy())
+    backwards.loc[rows[1], "time"] = backwards.loc[rows[0], "time"]
+    pq.write_table(pa.Table.from_pandas(backwards, preserve_index=False), tmp_path / "repeated.parquet")
+    with pytest.raises(ValueError, match=r"series 's002'.*have the same time.*repeated\.parquet"):
+        estimator.fit(str(tmp_path / "repeated.parquet"), "y")
     # labels not constant within a series (a regressor reads them as per-step targets)
     varying = df.copy()
     varying.loc[np.flatnonzero(varying.id == "s003")[1], "y"] = 99.0

@@ -203,3 +203,23 @@ def _split_at(frame, directory, first):
     for k, part in enumerate((ids[:first], ids[first:])):
         pq.write_table(pa.Table.from_pandas(frame[frame.id.isin(part)], preserve_index=False), directory / f"part{k}.parquet")
     return directory
+
+
+def test_per_step_target_columns_follow_rows_written_out_of_time_order(tmp_path):
+    """A series' rows written in another order are read in time order, and
+    its per-step target column with them (`RaggedPanel.row_order`): the
+    same fit as from the sorted file."""
+    df = long_frame(n=6)
+    df["v"] = 2.0 * df["a"] + 0.1 * df["time"]
+    shuffled = df.copy()
+    for sid in ("s001", "s004"):
+        rows = np.flatnonzero(shuffled.id == sid)
+        shuffled.iloc[rows] = shuffled.iloc[np.random.default_rng(0).permutation(rows)].to_numpy()
+    X = df.drop(columns="y")
+    sorted_path = write(X, tmp_path / "sorted", files=2, row_group_size=11)
+    shuffled_path = write(shuffled.drop(columns="y"), tmp_path / "shuffled", files=2, row_group_size=11)
+    a = S5Regressor(max_epochs=2, **SMALL).fit(sorted_path, ["v"])
+    b = S5Regressor(max_epochs=2, **SMALL).fit(shuffled_path, ["v"])
+    assert a.per_step_ and b.per_step_
+    assert [r["train_loss"] for r in a.history_] == pytest.approx([r["train_loss"] for r in b.history_], rel=1e-6)
+    pd.testing.assert_frame_equal(a.predict(sorted_path), b.predict(shuffled_path))

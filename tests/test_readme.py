@@ -22,5 +22,6 @@ def test_readme_has_two_setup_commands():
     commands = [line.strip() for line in README.read_text().splitlines() if line.startswith("    pip install")]
     assert len(commands) == 2
     ci = (README.parent / ".ci" / "run").read_text()
-    assert 'pip install -e ".[test]" && python3 -m pytest -q' in ci
+    # CI runs the README's test command, with the linter between the install and the tests
+    assert 'pip install -e ".[test]" && ruff check . && python3 -m pytest -q' in ci
     assert 'pip install -e ".[test]" && python3 -m pytest -q' in commands

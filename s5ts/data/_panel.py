@@ -72,6 +72,10 @@ class RaggedPanel:
     - `row_series`: for row-wise input (a long or MultiIndex frame), the
       series position of each input row, int64 `(n_rows,)`; else None.
       `rows_to_series` uses it to read per-row targets or weights.
+    - `row_order`: for row-wise input, the input row of every observation
+      in panel order, int64 `(n_rows,)` (`rows_in_order` puts per-row
+      values in that order); None when the input's rows already were
+      (each series' rows together, in time order, series in order).
 
     A panel is indexable like a 1-D sequence of series: `len(panel)`,
     `panel.shape == (n,)`, and `panel[key]` with an int, a slice, or an
@@ -93,6 +97,7 @@ class RaggedPanel:
     time_name: Any = None
     default_times: bool = False
     row_series: np.ndarray | None = None
+    row_order: np.ndarray | None = None
 
     def __post_init__(self):
         n = len(self.ids)
@@ -206,7 +211,15 @@ class RaggedPanel:
             values=tuple(self.values[i] for i in idx),
             times=tuple(self.times[i] for i in idx),
             row_series=None,  # the input's rows no longer describe the subset
+            row_order=None,
         )
+
+    def rows_in_order(self, values):
+        """Per-row `values` of row-wise input (`(n_rows, ...)`, in the
+        input's row order) in panel order: series after series, each in
+        time order, as `np.concatenate(self.values)` stacks them."""
+        values = np.asarray(values)
+        return values if self.row_order is None else values[self.row_order]
 
     def rows_to_series(self, values, what: str = "y") -> np.ndarray:
         """One entry per series from one entry per input row (a long or
@@ -482,7 +495,7 @@ def _array_features(arr, sid, what="values") -> np.ndarray:
 
 
 def _finish(ids, values, times, columns, tracker, ids_are_labels, **provenance) -> RaggedPanel:
-    """The panel; `provenance`: `id_name`, `time_name`, `default_times`, `row_series`."""
+    """The panel; `provenance`: `id_name`, `time_name`, `default_times`, `row_series`, `row_order`."""
     return RaggedPanel(
         ids=tuple(ids),
         values=tuple(values),
@@ -540,8 +553,11 @@ def _from_items(items, ids, times, ids_are_labels) -> RaggedPanel:
     )
 
 
-def _from_grouped(id_values, time_values, features: pd.DataFrame, *, id_name, time_name, sort_hint) -> RaggedPanel:
-    """Rows belong to series `id_values` (in order of first appearance)."""
+def _from_grouped(id_values, time_values, features: pd.DataFrame, *, id_name, time_name) -> RaggedPanel:
+    """Rows belong to series `id_values` (in order of first appearance).
+    The rows are a set, as a database query returns them: each series'
+    rows are taken in time order whatever their order in the input
+    (`row_order` keeps it); a time repeated within a series raises."""
     if len(features) == 0:
         raise ValueError("X holds no rows")
     codes, uniques = pd.factorize(id_values, use_na_sentinel=True)
@@ -557,21 +573,35 @@ def _from_grouped(id_values, time_values, features: pd.DataFrame, *, id_name, ti
         tracker.update(ids[0], kind, tz)
     else:
         tracker.update(ids[0], "numeric", None)
-    out_v, out_t = [], []
+    out_v, out_t, out_rows = [], [], []
     for g, sid in enumerate(ids):
         rows = order[bounds[g] : bounds[g + 1]]
-        v = values[rows]
         if time_values is None:
             sec = exact = np.arange(rows.shape[0], dtype=np.float64)
         else:
             sec, exact = sec_all[rows], exact_all[rows]
+            if np.isfinite(sec).all() and not (exact[1:] >= exact[:-1]).all():
+                in_time = np.argsort(exact, kind="stable")
+                rows, sec, exact = rows[in_time], sec[in_time], exact[in_time]
+                same = np.flatnonzero(exact[1:] == exact[:-1])
+                if same.size:
+                    k = int(same[0]) + 1
+                    raise ValueError(
+                        f"{_series(sid)}: rows {int(rows[k - 1])} and {int(rows[k])} of X have the same time "
+                        f"{time_values[int(rows[k])]}; times must be distinct within a series"
+                    )
+        v = values[rows]
         _check_values(sid, v, columns)
-        _check_times(sid, sec, exact, sort_hint)
+        _check_times(sid, sec, exact)
         out_v.append(v)
         out_t.append(sec)
+        out_rows.append(rows)
+    row_order = np.concatenate(out_rows)
+    in_order = bool((row_order == np.arange(row_order.shape[0])).all())
     return _finish(
         ids, out_v, out_t, columns, tracker, True,
         id_name=id_name, time_name=time_name, default_times=time_values is None, row_series=codes,
+        row_order=None if in_order else row_order,
     )
 
 
@@ -768,7 +798,6 @@ def _from_multiindex(df: pd.DataFrame) -> RaggedPanel:
     return _from_grouped(
         df.index.get_level_values(0), df.index.get_level_values(1), df,
         id_name=names[0], time_name=names[1],
-        sort_hint="sort the rows first: X.sort_index() (sorts by series, then time)",
     )
 
 
@@ -784,7 +813,6 @@ def _from_long(df: pd.DataFrame, id_col, time_col) -> RaggedPanel:
     return _from_grouped(
         pd.Index(df[id_col]), times, features,
         id_name=id_col, time_name=time_col,
-        sort_hint=f"sort the rows first: X.sort_values([{id_col!r}, {time_col!r}])",
     )
 
 

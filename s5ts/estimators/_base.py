@@ -42,6 +42,7 @@ from ..nn import (
     make_encoder,
 )
 from ..training import (
+    AbstractBackprop,
     NetworkSpec,
     NonFiniteLossError,
     Sequences,
@@ -49,6 +50,7 @@ from ..training import (
     TrainingConfig,
     TrainingResult,
     TrainingState,
+    WholeSequences,
     agreed_seed,
     check_fingerprint,
     check_same_data,
@@ -536,7 +538,7 @@ class SequenceEstimator(BaseEstimator):
     def _predict_panel(self, panel: RaggedPanel) -> list:
         """The network's outputs per series; a non-finite one raises."""
         data = self.preprocessing_.transform(panel, per_step=self.per_step_)
-        return self._check_finite(panel, predict_outputs(self.model_, data, self.batch_size, self._prediction_chunk_length()))
+        return self._check_finite(panel, predict_outputs(self.model_, data, self.batch_size, self._prediction_backprop()))
 
     def _check_finite(self, panel: RaggedPanel, outputs: list) -> list:
         """`outputs`, or a `ValueError` naming the first series (and step)
@@ -560,15 +562,14 @@ class SequenceEstimator(BaseEstimator):
             )
         return outputs
 
-    def _prediction_chunk_length(self) -> int | None:
-        """`chunk_length` for `predict_outputs`: a per-step model that carries
-        its states runs long series in chunks (the same outputs, memory set
-        by the chunk); None otherwise."""
-        chunk_length = self.get_params(deep=False).get("chunk_length")
+    def _prediction_backprop(self) -> AbstractBackprop:
+        """How `predict_outputs` runs the network: a per-step model that
+        carries its states runs long series in chunks of `chunk_length` (the
+        same outputs, memory set by the chunk), any other whole."""
         model = self.model_
-        if chunk_length is None or not isinstance(model, AbstractStatefulSequenceModel):
-            return None
-        return int(chunk_length) if model.per_step and model.causal else None
+        if isinstance(model, AbstractStatefulSequenceModel) and model.per_step and model.causal:
+            return self._config().backprop
+        return WholeSequences()
 
     def _nonfinite_reason(self, panel: RaggedPanel, i: int, step: int | None) -> str:
         """What can make the prediction of series `i` (from `step`) non-finite."""

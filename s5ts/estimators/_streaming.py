@@ -213,7 +213,7 @@ def ids_panel(ids, like: RaggedPanel, times=None) -> RaggedPanel:
 def _series_rows(values: np.ndarray, panel: RaggedPanel) -> list:
     """Per-row `values` of a chunk (`SeriesChunk.extra`) cut into one
     (L_i,) array per series of its `panel`."""
-    return np.split(np.asarray(values), np.cumsum(panel.lengths)[:-1])
+    return np.split(panel.rows_in_order(values), np.cumsum(panel.lengths)[:-1])
 
 
 @dataclasses.dataclass
@@ -502,7 +502,7 @@ def predict(estimator, X, *, targets=None, weight_column=None, read=None) -> tup
 
     shares = None if owners is None else FileShares(fragment, owners)
     data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=estimator.per_step_, cap_length=False, shares=shares)
-    outputs = predict_outputs(estimator.model_, data, estimator.batch_size, estimator._prediction_chunk_length())
+    outputs = predict_outputs(estimator.model_, data, estimator.batch_size, estimator._prediction_backprop())
     if owners is not None:  # every process's chunks, in file order
         records = sorted((r for part in allgather_objects(records) for r in part), key=lambda r: r[:2])
     times = [t for r in records for t in r[3]] if estimator.per_step_ else None

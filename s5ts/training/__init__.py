@@ -8,6 +8,7 @@ Used by the estimators, the sktime forecaster and the CRU baseline through
 these names; nothing here imports scikit-learn or sktime.
 """
 
+from ._backprop import AbstractBackprop, TruncatedBackprop, WholeSequences, backprop_for
 from ._cache import (
     compilation_cache_dir,
     enable_compilation_cache,
@@ -65,6 +66,10 @@ from ._streaming import StreamedSequences
 from ._thinning import keep_observations, thin_observations
 
 __all__ = [
+    "AbstractBackprop",
+    "TruncatedBackprop",
+    "WholeSequences",
+    "backprop_for",
     "Checkpoints",
     "LoopState",
     "EarlyStopping",

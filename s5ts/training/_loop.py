@@ -30,15 +30,15 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from jax.sharding import PartitionSpec
 
+from ._backprop import AbstractBackprop, WholeSequences, backprop_for
 from ._cache import release_compiled_programs
 from ._checkpoint import Checkpoints, LoopState
-from ._chunks import check_chunking, chunk_steps_per_epoch, chunked, chunked_outputs, zero_states
 from ._devices import gather_rows, placement_for, to_default_device
 from ._distributed import is_primary
 from ._early_stopping import EarlyStopping
 from ._initial import initial_model_and_state
 from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, with_learning_rates
-from ._sequences import SequenceData, batch_rows, iterate_batches, steps_per_epoch
+from ._sequences import SequenceData, batch_rows, iterate_batches
 
 # ----- compile time, from JAX's own monitoring events -----
 
@@ -85,16 +85,16 @@ def timed(fn, *args):
 # ----- the compiled functions -----
 
 
-def _batched_outputs(model, batch, key, inference, *, keys=None):
-    """The network on every row of `batch`: its `batch` method where it has
-    one (`SequenceNetwork.batch`: the encoder on all steps at once), else
-    `jax.vmap` of its call. Row i's dropout key is `jax.random.split(key,
-    rows)[i]` (or `keys[i]`, split already)."""
-    extra = batch.get("extra")
-    rows = batch["u"].shape[0]
-    if keys is None and key is not None:
-        keys = jax.random.split(key, rows)
-    return model.batch(batch["u"], batch["gaps"], batch["mask"], extra, keys=keys, inference=inference)
+def _run(model, batch, states, keys, inference):
+    """(the network's outputs on every row of `batch`, the states its rows
+    end in): the whole rows (`states` None: `model.batch`), or continuing
+    from the carried `states` with their gradient stopped
+    (`model.batch_run`: truncated back-propagation, `_backprop`). Row i's
+    dropout key is `keys[i]`."""
+    u, gaps, mask, extra = batch["u"], batch["gaps"], batch["mask"], batch.get("extra")
+    if states is None:
+        return model.batch(u, gaps, mask, extra, keys=keys, inference=inference), None
+    return model.batch_run(u, gaps, mask, extra, jax.lax.stop_gradient(states), keys=keys, inference=inference)
 
 
 def _mean_loss(outputs, batch, loss_fn):
@@ -102,13 +102,10 @@ def _mean_loss(outputs, batch, loss_fn):
     return total / jnp.maximum(count, 1e-12)
 
 
-def _loss(model, batch, key, loss_fn):
-    return _mean_loss(_batched_outputs(model, batch, key, inference=False), batch, loss_fn)
-
-
-def _loss_and_grads(model, batch, key, loss_fn, mesh):
+def _loss_and_grads(model, batch, states, key, loss_fn, mesh):
     """(the batch's mean loss, its gradient with respect to the model's
-    inexact arrays).
+    inexact arrays, the states its rows end in: `_run`). Row i's dropout
+    key is `jax.random.split(key, rows)[i]`.
 
     With `mesh` (the batch's rows split over its devices, `_devices`), data
     parallelism is written out with `jax.shard_map`: each device takes the
@@ -120,42 +117,40 @@ def _loss_and_grads(model, batch, key, loss_fn, mesh):
     round trip per array: across two processes on one machine the sum of
     the default network's gradients took 13.6 ms (106 ms with each process
     pinned to a core) against 1.9 ms as one vector (docs/scaling.md,
-    `benchmarks/collectives.py`).
-    Each row keeps the dropout key it has without a mesh."""
-    if mesh is None:
-        return eqx.filter_value_and_grad(_loss)(model, batch, key, loss_fn)
-    arrays, static = eqx.partition(model, eqx.is_array)
+    `benchmarks/collectives.py`). Carried states stay with their rows."""
     keys = None if key is None else jax.random.split(key, batch["u"].shape[0])
+    if mesh is None:
 
-    def summed(arrays, batch, keys):
+        def mean_loss(model):
+            outputs, after = _run(model, batch, states, keys, inference=False)
+            return _mean_loss(outputs, batch, loss_fn), after
+
+        (loss, after), grads = eqx.filter_value_and_grad(mean_loss, has_aux=True)(model)
+        return loss, grads, after
+    arrays, static = eqx.partition(model, eqx.is_array)
+
+    def summed(arrays, batch, states, keys):
         def total(model):
-            outputs = _batched_outputs(model, batch, None, inference=False, keys=keys)
-            return loss_fn(outputs, batch["y"], batch["weights"])
+            outputs, after = _run(model, batch, states, keys, inference=False)
+            total_loss, count = loss_fn(outputs, batch["y"], batch["weights"])
+            return total_loss, (count, after)
 
-        (total_loss, count), grads = eqx.filter_value_and_grad(total, has_aux=True)(eqx.combine(arrays, static))
+        (total_loss, (count, after)), grads = eqx.filter_value_and_grad(total, has_aux=True)(eqx.combine(arrays, static))
         flat, unflatten = ravel_pytree((total_loss, count, grads))
-        return unflatten(jax.lax.psum(flat, "rows"))
+        return unflatten(jax.lax.psum(flat, "rows")), after
 
     rows = PartitionSpec("rows")
     # check_vma=False: the scans' carries start from unsharded zeros (the
     # gradient is taken inside, so no autodiff crosses the map).
-    total_loss, count, grads = jax.shard_map(
-        summed, mesh=mesh, in_specs=(PartitionSpec(), rows, rows), out_specs=PartitionSpec(), check_vma=False
-    )(arrays, batch, keys)
+    (total_loss, count, grads), after = jax.shard_map(
+        summed,
+        mesh=mesh,
+        in_specs=(PartitionSpec(), rows, rows, rows),
+        out_specs=(PartitionSpec(), rows),
+        check_vma=False,
+    )(arrays, batch, states, keys)
     scale = 1.0 / jnp.maximum(count, 1e-12)
-    return total_loss * scale, jax.tree.map(lambda g: g * scale, grads)
-
-
-def _chunk_loss(model, batch, states, key, loss_fn):
-    """(loss of one chunk, the states its rows end in), the network
-    continuing from `states` with their gradient stopped: truncated
-    back-propagation through time (`_chunks`)."""
-    keys = None if key is None else jax.random.split(key, batch["u"].shape[0])
-    outputs, states = model.batch_run(
-        batch["u"], batch["gaps"], batch["mask"], batch.get("extra"), jax.lax.stop_gradient(states),
-        keys=keys, inference=False,
-    )
-    return _mean_loss(outputs, batch, loss_fn), states
+    return total_loss * scale, jax.tree.map(lambda g: g * scale, grads), after
 
 
 def _update(model, opt_state, grads, learning_rates, optimizer):
@@ -173,46 +168,19 @@ def _update(model, opt_state, grads, learning_rates, optimizer):
 
 
 @eqx.filter_jit
-def train_step(model, opt_state, batch, learning_rates, key, optimizer, loss_fn, mesh=None):
-    """One optimiser step at `learning_rates`; returns (model, opt_state,
-    loss). `mesh`: the devices the batch's rows are split over, or None
+def train_step(model, opt_state, batch, states, learning_rates, key, optimizer, loss_fn, mesh=None):
+    """One optimiser step at `learning_rates` on one batch (or one chunk of
+    it, continuing from the carried `states`: `_backprop`; None for whole
+    rows); returns (model, opt_state, loss, the states its rows end in).
+    `mesh`: the devices the batch's rows are split over, or None
     (`_loss_and_grads`)."""
-    loss, grads = _loss_and_grads(model, batch, key, loss_fn, mesh)
-    return *_update(model, opt_state, grads, learning_rates, optimizer), loss
-
-
-@eqx.filter_jit
-def train_chunk_step(model, opt_state, batch, states, learning_rates, key, optimizer, loss_fn):
-    """`train_step` on one chunk of long series (`_chunks`), continuing from
-    `states` (per block (B, P)), with the gradient truncated there; returns
-    (model, opt_state, loss, the states the chunk ends in)."""
-    (loss, states), grads = eqx.filter_value_and_grad(_chunk_loss, has_aux=True)(model, batch, states, key, loss_fn)
+    loss, grads, states = _loss_and_grads(model, batch, states, key, loss_fn, mesh)
     return *_update(model, opt_state, grads, learning_rates, optimizer), loss, states
-
-
-@eqx.filter_jit
-def predict_batch(model, batch):
-    return _batched_outputs(model, batch, None, inference=True)
 
 
 @eqx.filter_jit
 def _metric(metric_fn, outputs, targets, weights):
     return metric_fn(outputs, targets, weights)
-
-
-#: The keys of a batch that the network reads.
-_INPUTS = ("u", "gaps", "mask", "extra")
-
-
-def evaluate_batch(model, batch, metric_fn):
-    """(weighted sum, sum of weights) of `metric_fn` on one batch, without
-    dropout: the metric on `predict_batch`'s outputs, so validation and
-    prediction share one compiled forward pass (each costs seconds to
-    compile on a CPU; the metric's own program is tiny). The forward pass
-    sees the inputs alone, as at prediction: targets and weights in its
-    arguments would make it another program."""
-    inputs = {name: batch[name] for name in _INPUTS if name in batch}
-    return _metric(metric_fn, predict_batch(model, inputs), batch["y"], batch["weights"])
 
 
 def _forward_only(data: SequenceData) -> SequenceData:
@@ -223,45 +191,37 @@ def _forward_only(data: SequenceData) -> SequenceData:
     return dataclasses.replace(data, cap_length=False)
 
 
-def evaluate(
-    model, data: SequenceData, batch_size: int, metric_fn, chunk_length: int | None = None
-) -> float:
-    """The weighted mean of `metric_fn` over every real element of `data`
-    (per-step data with `chunk_length`: over chunks with carried states, `_chunks`)."""
+def evaluate(model, data: SequenceData, batch_size: int, metric_fn, backprop: AbstractBackprop = WholeSequences()) -> float:
+    """The weighted mean of `metric_fn` over every real element of `data`,
+    the forward pass run as `backprop` runs it (whole, or in chunks with
+    carried states). Validation and prediction share one compiled forward
+    pass (each costs seconds to compile on a CPU; the metric's own program
+    is tiny)."""
     total, count = 0.0, 0.0
     rows = batch_rows(len(data), batch_size)
     data = _forward_only(data)
     model = placement_for(rows).replicate(model)
     for _, batch in iterate_batches(data, rows, shuffle=False):
-        if chunk_length is None or not data.per_step:
-            parts = [evaluate_batch(model, batch, metric_fn)]
-        else:
-            parts = [
-                _metric(metric_fn, outputs, chunk["y"], chunk["weights"])
-                for chunk, outputs in chunked_outputs(model, batch, rows, chunk_length)
-            ]
-        for s, c in parts:
+        for piece, outputs in backprop.forward(model, batch, rows, data.per_step):
+            s, c = _metric(metric_fn, outputs, piece["y"], piece["weights"])
             total += float(s)
             count += float(c)
     return total / count if count > 0 else math.nan
 
 
-def predict_outputs(
-    model, data: SequenceData, batch_size: int, chunk_length: int | None = None
-) -> list:
+def predict_outputs(model, data: SequenceData, batch_size: int, backprop: AbstractBackprop = WholeSequences()) -> list:
     """Network outputs per series, in input order (numpy; per step: trimmed
-    to L_i). Per-step data with `chunk_length` runs over chunks of that many
-    steps with the states carried (`_chunks`): the same outputs, memory set
-    by the chunk."""
+    to L_i). `TruncatedBackprop` runs per-step data over chunks with the
+    states carried (`_backprop`): the same outputs, memory set by the chunk."""
     results: list = [None] * len(data)
-    for indices, _, _, items in predicted_batches(model, data, batch_size, chunk_length):
+    for indices, _, _, items in predicted_batches(model, data, batch_size, backprop):
         for i, item in zip(indices, items):
             results[i] = item
     return results
 
 
 def predicted_batches(
-    model, data: SequenceData, batch_size: int, chunk_length: int | None = None
+    model, data: SequenceData, batch_size: int, backprop: AbstractBackprop = WholeSequences()
 ) -> Iterator[tuple[np.ndarray, np.ndarray, dict, list]]:
     """`predict_outputs` one batch at a time: `(indices, rows, batch,
     outputs)` with the positions of the batch's series, the rows of the
@@ -276,12 +236,8 @@ def predicted_batches(
     lengths = data.lengths
     model = placement_for(rows).replicate(model)
     for indices, batch in iterate_batches(data, rows, shuffle=False):
-        inputs = {name: batch[name] for name in _INPUTS if name in batch}
-        if chunk_length is None or not data.per_step:
-            outputs = gather_rows(predict_batch(model, inputs))
-        else:
-            parts = [gather_rows(o) for _, o in chunked_outputs(model, inputs, rows, chunk_length)]
-            outputs = jax.tree.map(lambda *p: np.concatenate(p, axis=1), *parts)
+        parts = [gather_rows(o) for _, o in backprop.forward(model, batch, rows, data.per_step)]
+        outputs = parts[0] if len(parts) == 1 else jax.tree.map(lambda *p: np.concatenate(p, axis=1), *parts)
         at = np.flatnonzero(np.asarray(indices) >= 0)
         items = []
         for row in at:
@@ -314,7 +270,9 @@ class TrainingConfig:
     observation_dropout: float = 0.0
     checkpoint_dir: str | os.PathLike | None = None
     checkpoint_every: int = 1
-    chunk_length: int | None = None
+    #: How a batch flows through the network: whole, or in chunks (the
+    #: estimators' `chunk_length`, `backprop_for`).
+    backprop: AbstractBackprop = WholeSequences()
 
     def passes_per_epoch(self, n_batches: int) -> int:
         """Passes over the training data in one epoch: enough for
@@ -332,6 +290,7 @@ class TrainingConfig:
         their defaults); `resolved` gives values for parameters whose
         estimator value is not a setting itself (`observation_dropout="auto"`)."""
         params = {**estimator.get_params(deep=False), **resolved}
+        params.setdefault("backprop", backprop_for(params.get("chunk_length")))
         return cls(**{f.name: params[f.name] for f in dataclasses.fields(cls) if f.name in params})
 
     def init_optimizer_state(self, model):
@@ -455,12 +414,9 @@ def train(
     release_compiled_programs()
     epochs = config.max_epochs if epochs is None else epochs
     rows = batch_rows(len(train_data), config.batch_size)
-    chunk_length = config.chunk_length
-    check_chunking(state.model, train_data.per_step, chunk_length)
-    if chunk_length is None:
-        batches_per_pass = steps_per_epoch(train_data, rows)
-    else:
-        batches_per_pass = chunk_steps_per_epoch(train_data, rows, chunk_length)
+    backprop = config.backprop
+    backprop.check(state.model, train_data.per_step)
+    batches_per_pass = backprop.steps(train_data, rows)
     passes = config.passes_per_epoch(batches_per_pass)
     n_steps = passes * batches_per_pass
     warmup_steps = config.warmup_epochs * n_steps
@@ -518,26 +474,19 @@ def train(
             losses = []
             batches = itertools.chain.from_iterable(
                 iterate_batches(
-                    train_data, rows, shuffle=True, rng=rng, observation_dropout=config.observation_dropout
+                    train_data, rows, shuffle=True, rng=rng, observation_dropout=config.observation_dropout, place=False
                 )
                 for _ in range(passes)
             )
-            if chunk_length is not None:
-                batches = chunked(batches, rows, chunk_length)
-            states = None  # the chunked step's carried states, reset at each batch's first chunk
-            for scale, (first, batch) in zip(scales, batches):
+            states = None  # carried from piece to piece, afresh at each batch's first
+            for scale, (first, batch) in zip(scales, backprop.pieces(batches, rows)):
                 key, step_key = jax.random.split(key)
                 rates = {"regular": np.float32(config.learning_rate * scale), "ssm": np.float32(ssm_rate * scale)}
                 progress.before_step(batch)
-                if chunk_length is None:
-                    (model, opt_state, loss), seconds = timed(
-                        train_step, model, opt_state, batch, rates, step_key, optimizer, loss_fn, mesh
-                    )
-                else:
-                    states = zero_states(model, rows) if first else states
-                    (model, opt_state, loss, states), seconds = timed(
-                        train_chunk_step, model, opt_state, batch, states, rates, step_key, optimizer, loss_fn
-                    )
+                states = backprop.initial_states(model, rows) if first else states
+                (model, opt_state, loss, states), seconds = timed(
+                    train_step, model, opt_state, batch, states, rates, step_key, optimizer, loss_fn, mesh
+                )
                 compile_time += seconds
                 progress.after_step()
                 step += 1
@@ -553,7 +502,7 @@ def train(
                 )
             record = {"epoch": epoch, "train_loss": train_loss, "train_seconds": steps_done - started - compile_time}
             if valid_data is not None and len(valid_data):
-                score, seconds = timed(evaluate, model, valid_data, config.batch_size, metric_fn, chunk_length)
+                score, seconds = timed(evaluate, model, valid_data, config.batch_size, metric_fn, backprop)
                 compile_time += seconds
                 record[f"valid_{metric_name}"] = score
             else:

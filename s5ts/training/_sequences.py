@@ -44,10 +44,17 @@ class SequenceData(abc.ABC):
 
     @abc.abstractmethod
     def iterate_batches(
-        self, rows: int, *, shuffle: bool, rng: np.random.Generator | None = None, observation_dropout: float = 0.0
+        self,
+        rows: int,
+        *,
+        shuffle: bool,
+        rng: np.random.Generator | None = None,
+        observation_dropout: float = 0.0,
+        place: bool = True,
     ) -> Iterator[tuple[np.ndarray, dict]]:
         """(positions, batch) pairs: every series once, in padded batches of
-        `rows` rows placed on the devices (`placement_for(rows)`)."""
+        `rows` rows placed on the devices (`placement_for(rows)`; with
+        `place=False` as numpy, this process's rows of each batch)."""
 
     @abc.abstractmethod
     def batch_lengths(self, rows: int) -> np.ndarray:
@@ -101,7 +108,13 @@ class Sequences(SequenceData):
         return np.array([padded[indices[0]] for indices in plan], np.int64)
 
     def iterate_batches(
-        self, rows: int, *, shuffle: bool, rng: np.random.Generator | None = None, observation_dropout: float = 0.0
+        self,
+        rows: int,
+        *,
+        shuffle: bool,
+        rng: np.random.Generator | None = None,
+        observation_dropout: float = 0.0,
+        place: bool = True,
     ) -> Iterator[tuple[np.ndarray, dict]]:
         placement = placement_for(rows)
         mine = placement.local_rows or slice(0, rows)
@@ -117,7 +130,7 @@ class Sequences(SequenceData):
                 mask = np.arange(length)[None, :] < row_lengths[:, None]
                 kept = draw_kept(mask, observation_dropout, rng)[mine]
                 batch = keep_observations(batch, kept, per_step=self.per_step, elapsed=self.elapsed)
-            yield indices, placement.put_batch(batch)
+            yield indices, placement.put_batch(batch) if place else batch
 
     @property
     def lengths(self) -> np.ndarray:
@@ -205,9 +218,11 @@ def iterate_batches(
     shuffle: bool,
     rng: np.random.Generator | None = None,
     observation_dropout: float = 0.0,
+    place: bool = True,
 ) -> Iterator[tuple[np.ndarray, dict]]:
     """(indices, batch) pairs over the length buckets of `plan_buckets`;
-    each batch split over the local devices (`placement_for(rows)`).
+    each batch split over the local devices (`placement_for(rows)`; with
+    `place=False` left as numpy, for a caller that cuts it first).
 
     `observation_dropout` > 0 (training only) drops each observation of a
     batch with that probability, drawn from `rng` (`thin_observations`);
@@ -220,7 +235,7 @@ def iterate_batches(
     would."""
     if not 0.0 <= observation_dropout < 1.0:
         raise ValueError(f"observation_dropout must be in [0, 1), got {observation_dropout!r}")
-    return data.iterate_batches(rows, shuffle=shuffle, rng=rng, observation_dropout=observation_dropout)
+    return data.iterate_batches(rows, shuffle=shuffle, rng=rng, observation_dropout=observation_dropout, place=place)
 
 
 def steps_per_epoch(data: SequenceData, rows: int) -> int:

@@ -114,13 +114,14 @@ class StreamedSequences(SequenceData):
         shuffle: bool,
         rng: np.random.Generator | None = None,
         observation_dropout: float = 0.0,
+        place: bool = True,
     ) -> Iterator[tuple[np.ndarray, dict]]:
         """(positions, batch) pairs, as `iterate_batches` gives for
         `Sequences`: every series once, `steps_per_epoch(rows)` batches.
         Across processes (`shares`), the positions are those of the whole
         global batch, -1 at rows of padding."""
         if self.shares is not None:
-            yield from self._sharded_batches(rows, shuffle, rng, observation_dropout)
+            yield from self._sharded_batches(rows, shuffle, rng, observation_dropout, place)
             return
         placement = placement_for(rows)
         if placement.local_rows is not None:
@@ -142,7 +143,7 @@ class StreamedSequences(SequenceData):
                 batch = thin_observations(
                     batch, observation_dropout, rng, per_step=self.per_step, elapsed=self.elapsed
                 )
-            return positions, placement.put_batch(batch)
+            return positions, placement.put_batch(batch) if place else batch
 
         for positions, data in self.chunks(rng if shuffle else None):
             for i, position in enumerate(positions):
@@ -157,7 +158,7 @@ class StreamedSequences(SequenceData):
             if buffers[length]:
                 yield emit(buffers[length], length)
 
-    def _sharded_batches(self, rows, shuffle, rng, observation_dropout):
+    def _sharded_batches(self, rows, shuffle, rng, observation_dropout, place):
         """`iterate_batches` across processes: this process reads its own
         files and pads its block of every step of `shard_plan`, holding the
         series it has read ahead of the others. Thinning is drawn over the
@@ -205,7 +206,7 @@ class StreamedSequences(SequenceData):
                 mask = np.arange(step.length)[None, :] < row_lengths[:, None]
                 kept = draw_kept(mask, observation_dropout, rng)[blocks[me]]
                 batch = keep_observations(batch, kept, per_step=self.per_step, elapsed=self.elapsed)
-            yield indices, placement.put_batch(batch)
+            yield indices, placement.put_batch(batch) if place else batch
         if next(stream, None) is not None or arrived:
             raise RuntimeError(f"process {me} read series that no step of the plan holds")
 
