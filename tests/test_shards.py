@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from s5ts.data import MedianGap, assign_buckets, plan_buckets
+from s5ts.data._median_gap import RELATIVE_ERROR
 from s5ts.training import (
     FileShares,
     Sequences,
@@ -118,8 +119,10 @@ def test_one_process_plan_is_what_one_process_streams(dropout):
 
 def test_median_gap_merged_is_the_median_of_all():
     rng = np.random.default_rng(0)
-    gaps = rng.lognormal(0.0, 2.0, 3001)
-    for limit in (10_000, 1000, 10):  # exact in all; histogram once merged; histograms merged
+    gaps = rng.lognormal(0.0, 2.0, 3001)  # an odd count: np.median is one of the gaps
+    true = np.median(gaps)
+    # exact in all (each share 1001 gaps); histogram once merged; histograms merged
+    for limit, exact in ((10_000, True), (2000, False), (10, False)):
         whole, shares = MedianGap(limit), [MedianGap(limit) for _ in range(3)]
         for k, part in enumerate(np.array_split(gaps, 9)):
             whole.add(part)
@@ -127,8 +130,16 @@ def test_median_gap_merged_is_the_median_of_all():
         merged = MedianGap(limit)
         for share in shares:
             merged.merge(share)
-        assert merged.exact == whole.exact and merged.median() == whole.median()
-    assert whole.median() != np.median(gaps) and MedianGap().median() == 1.0
+        assert merged.exact == whole.exact == exact, limit
+        assert all(share.exact == (limit >= 1001) for share in shares), limit  # shares of 1001, 1000, 1000 gaps
+        assert merged.median() == whole.median(), limit
+        if exact:  # the very median of every gap, as time_scale_from (np.median) computes it in memory
+            assert merged.median() == true
+        else:  # the histogram's: within its stated relative error, and not exact by chance
+            assert abs(merged.median() / true - 1) <= RELATIVE_ERROR, limit
+            assert merged.median() != true
+    assert RELATIVE_ERROR < 3.4e-4  # 2^(1/2048) - 1, as docs/scaling.md states
+    assert MedianGap().median() == 1.0
 
 
 def test_gathering_in_one_process():
