@@ -11,7 +11,7 @@ from jaxtyping import Array, Bool, Float, PRNGKeyArray
 from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..estimators import TRAINING_CONSTRAINTS, RegressionTask, SequenceEstimator, SharedParameters
+from ..estimators import RegressionTask, SequenceEstimator, SharedParameters
 from ..nn import AbstractSequenceModel
 from ._cru import CRU
 
@@ -92,7 +92,7 @@ class CRURegressor(RegressionTask, RegressorMixin, SequenceEstimator):
     """
 
     _parameter_constraints = {
-        **{name: TRAINING_CONSTRAINTS[name] for name in _TRAINING_PARAMETERS.defaults},
+        **_TRAINING_PARAMETERS.constraints(),
         "encoder": [StrOptions({"pendulum_cnn", "identity"})],
         "latent_obs_size": [Interval(Integral, 1, None, closed="left")],
         "num_basis": [Interval(Integral, 1, None, closed="left")],

@@ -1,23 +1,27 @@
 """scikit-learn estimators: S5Regressor, S5Classifier.
 
 For other s5ts models built on the same pieces (the forecaster, the CRU
-baseline): `SharedParameters`, `TRAINING_CONSTRAINTS` and `S5_CONSTRAINTS`
-(the same parameters), `SequenceEstimator` (the abstract estimator of
+baseline): `S5_PARAMETERS` (every parameter, declared once: name, default,
+constraints, roles), `SharedParameters`, `TRAINING_CONSTRAINTS` and
+`S5_CONSTRAINTS` (derived from it), `SequenceEstimator` (the abstract estimator of
 ragged series) and `RegressionTask` (its regression half), `Preprocessing`
 (what fit learns of the inputs) and the scaling maths."""
 
-from ._base import S5_CONSTRAINTS, TRAINING_CONSTRAINTS, SequenceEstimator, SharedParameters
+from ._base import SequenceEstimator
 from ._classifier import S5Classifier
+from ._parameters import S5_CONSTRAINTS, S5_PARAMETERS, TRAINING_CONSTRAINTS, Parameter, SharedParameters
 from ._preprocessing import Preprocessing, learn_preprocessing
 from ._regressor import RegressionTask, S5Regressor
 from ._scaling import pooled_from_moments, series_moments
 
 __all__ = [
+    "Parameter",
     "Preprocessing",
     "RegressionTask",
     "S5Classifier",
     "S5Regressor",
     "S5_CONSTRAINTS",
+    "S5_PARAMETERS",
     "SequenceEstimator",
     "SharedParameters",
     "TRAINING_CONSTRAINTS",

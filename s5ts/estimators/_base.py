@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import io
 import json
-import os
-from collections.abc import Hashable
-from numbers import Integral, Real
+from numbers import Integral
 
 import equinox as eqx
 import jax
@@ -19,23 +16,15 @@ import pandas as pd
 import scipy.sparse
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..data import (
-    LAYOUTS,
     RaggedPanel,
     is_parquet_source,
     to_panel,
     to_targets,
 )
 from ..nn import (
-    ACTIVATIONS,
-    DISCRETISATIONS,
-    ENCODERS,
-    INPUT_HOLDS,
-    POOLS,
-    SCAN_METHODS,
     AbstractStatefulSequenceModel,
     SequenceNetwork,
     make_blocks,
@@ -64,100 +53,20 @@ from ..training import (
     train,
 )
 from . import _streaming
+from ._parameters import (
+    ALL_PARAMETERS,
+    NETWORK_PARAMETERS,
+    RUN_PARAMETERS,
+    S5_CONSTRAINTS,
+    TRAINING_CONSTRAINTS,
+)
 from ._preprocessing import Preprocessing, learn_preprocessing
-
-TIME_HANDLING = ("gaps", "drop", "append")
-
-#: `observation_dropout="auto"` under each `time_handling`: thin only a
-#: model that sees the times, for which a thinned series is another sample
-#: of the same one; under "drop" it would only shift the steps
-#: (docs/estimators.md, "Observation dropout").
-AUTO_OBSERVATION_DROPOUT = {"gaps": 0.3, "drop": 0.0, "append": 0.3}
+from ._time_handling import time_handling_for
 
 _FORMAT_VERSION = 1
 
 
 _AXES = {"nld": "(n series, L time steps, d features)", "ndl": "(n series, d features, L time steps)"}
-
-#: The parameters that say how `X` is read (the scikit-learn surface's own:
-#: `SharedParameters` leaves them out unless named, since sktime brings its
-#: own data formats).
-INPUT_PARAMETERS = ("id_col", "time_col", "layout")
-
-#: Constraints (scikit-learn's `_parameter_constraints`) of the training
-#: parameters every sequence estimator has, and of how it reads `X`.
-TRAINING_CONSTRAINTS = {
-    "id_col": [Hashable, None],
-    "time_col": [Hashable, None],
-    "layout": [StrOptions(set(LAYOUTS))],
-    "encoder": [StrOptions(set(ENCODERS))],
-    "first_gap": [Interval(Real, 0, None, closed="neither")],
-    "standardize": ["boolean", StrOptions({"auto", "global", "series"})],
-    "max_epochs": [Interval(Integral, 1, None, closed="left")],
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
-    "learning_rate": [Interval(Real, 0, None, closed="neither")],
-    "weight_decay": [Interval(Real, 0, None, closed="left")],
-    "warmup_epochs": [Interval(Integral, 0, None, closed="left")],
-    "grad_clip": [Interval(Real, 0, None, closed="neither"), None],
-    "validation_fraction": [Interval(Real, 0, 1, closed="left")],
-    "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
-    "tol": [Interval(Real, 0, None, closed="left")],
-    "random_state": ["random_state"],
-    "verbose": ["verbose"],
-    "warm_start": ["boolean"],
-    "checkpoint_dir": [str, os.PathLike, None],
-    "checkpoint_every": [Interval(Integral, 1, None, closed="left")],
-}
-
-#: Parameters that do not change what a fit computes: a checkpoint written
-#: with other values of them continues (`random_state` enters as the seed).
-_NOT_FINGERPRINTED = ("checkpoint_dir", "checkpoint_every", "verbose", "warm_start", "random_state")
-
-#: Constraints of the S5 network's parameters.
-S5_CONSTRAINTS = {
-    "n_layers": [Interval(Integral, 1, None, closed="left")],
-    "d_model": [Interval(Integral, 1, None, closed="left")],
-    "state_size": [Interval(Integral, 1, None, closed="left")],
-    "blocks": [Interval(Integral, 1, None, closed="left")],
-    "discretization": [StrOptions(set(DISCRETISATIONS))],
-    "input_hold": [StrOptions(set(INPUT_HOLDS))],
-    "bidirectional": ["boolean"],
-    "activation": [StrOptions(set(ACTIVATIONS))],
-    "prenorm": ["boolean"],
-    "dt_min": [Interval(Real, 0, None, closed="neither")],
-    "dt_max": [Interval(Real, 0, None, closed="neither")],
-    "dropout": [Interval(Real, 0, 1, closed="left")],
-    "pooling": [StrOptions(set(POOLS))],
-    "time_handling": [StrOptions(set(TIME_HANDLING))],
-    "scan": [StrOptions(set(SCAN_METHODS))],
-    "ssm_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
-    "min_epoch_steps": [Interval(Integral, 1, None, closed="left"), None],
-    "observation_dropout": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
-    "chunk_length": [Interval(Integral, 8, None, closed="left"), None],
-}
-
-
-#: Parameters that define the network or the inputs it was trained on: a
-#: warm start with any of them changed cannot continue the fitted network.
-_ARCHITECTURE = (
-    "n_layers",
-    "d_model",
-    "state_size",
-    "blocks",
-    "discretization",
-    "input_hold",
-    "bidirectional",
-    "activation",
-    "prenorm",
-    "dropout",
-    "encoder",
-    "pooling",
-    "time_handling",
-    "first_gap",
-    "standardize",
-    "scan",
-)
-
 
 def _no_times(times) -> None:
     """A Parquet X carries its times (`time_col`): `times=` beside it is an error."""
@@ -420,7 +329,7 @@ class SequenceEstimator(BaseEstimator):
         params = self.get_params(deep=False)
         fingerprint = {
             "class": type(self).__name__,
-            "params": {k: repr(v) for k, v in params.items() if k not in _NOT_FINGERPRINTED},
+            "params": {k: repr(v) for k, v in params.items() if k not in RUN_PARAMETERS},
             "n_series": len(data),
             "data": data_digest(data, given_valid),
             "seed": seed,
@@ -706,90 +615,11 @@ class S5Estimator(SequenceEstimator):
 
     _parameter_constraints = {**TRAINING_CONSTRAINTS, **S5_CONSTRAINTS}
 
-    def __init__(
-        self,
-        *,
-        n_layers=2,
-        d_model=32,
-        state_size=16,
-        blocks=1,
-        discretization="zoh",
-        input_hold="gap",
-        bidirectional=False,
-        activation="half_glu",
-        prenorm=False,
-        dt_min=0.001,
-        dt_max=1.0,
-        dropout=0.0,
-        encoder="identity",
-        pooling="max",
-        time_handling="gaps",
-        first_gap=1.0,
-        standardize="auto",
-        max_epochs=150,
-        batch_size=32,
-        learning_rate=1e-2,
-        ssm_learning_rate=None,
-        weight_decay=0.0,
-        warmup_epochs=5,
-        grad_clip=1.0,
-        validation_fraction=0.0,
-        n_iter_no_change=20,
-        tol=1e-4,
-        min_epoch_steps=20,
-        observation_dropout="auto",
-        scan="auto",
-        random_state=None,
-        verbose=False,
-        warm_start=False,
-        checkpoint_dir=None,
-        checkpoint_every=1,
-        chunk_length=None,
-        id_col=None,
-        time_col=None,
-        layout="nld",
-    ):
-        self.n_layers = n_layers
-        self.d_model = d_model
-        self.state_size = state_size
-        self.blocks = blocks
-        self.discretization = discretization
-        self.input_hold = input_hold
-        self.bidirectional = bidirectional
-        self.activation = activation
-        self.prenorm = prenorm
-        self.dt_min = dt_min
-        self.dt_max = dt_max
-        self.dropout = dropout
-        self.encoder = encoder
-        self.pooling = pooling
-        self.time_handling = time_handling
-        self.first_gap = first_gap
-        self.standardize = standardize
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.ssm_learning_rate = ssm_learning_rate
-        self.weight_decay = weight_decay
-        self.warmup_epochs = warmup_epochs
-        self.grad_clip = grad_clip
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.tol = tol
-        self.min_epoch_steps = min_epoch_steps
-        self.observation_dropout = observation_dropout
-        self.scan = scan
-        self.random_state = random_state
-        self.verbose = verbose
-        self.warm_start = warm_start
-        self.checkpoint_dir = checkpoint_dir
-        self.checkpoint_every = checkpoint_every
-        self.chunk_length = chunk_length
-        self.id_col = id_col
-        self.time_col = time_col
-        self.layout = layout
+    @ALL_PARAMETERS
+    def __init__(self, **given):
+        ALL_PARAMETERS.assign(self, given)
 
-    _architecture_names = _ARCHITECTURE
+    _architecture_names = NETWORK_PARAMETERS
 
     def _make_head(self, n_outputs: int, key):
         raise NotImplementedError
@@ -801,7 +631,7 @@ class S5Estimator(SequenceEstimator):
     def _config(self) -> TrainingConfig:
         rate = self.observation_dropout
         if rate == "auto":
-            rate = AUTO_OBSERVATION_DROPOUT[self.time_handling]
+            rate = time_handling_for(self.time_handling).auto_observation_dropout
         return TrainingConfig.from_estimator(self, observation_dropout=rate)
 
     def _check_relations(self) -> None:
@@ -829,7 +659,7 @@ class S5Estimator(SequenceEstimator):
             make_encoder(self.encoder, n_inputs, key=k_enc),
             blocks,
             self._make_head(n_outputs, k_head),
-            n_extra=1 if self.time_handling == "append" else 0,
+            n_extra=time_handling_for(self.time_handling).n_extra,
             pooling="none" if per_step else self.pooling,
             key=k_proj,
         )
@@ -863,44 +693,6 @@ def _json_default(value):
     raise TypeError(f"cannot store {type(value).__name__} in JSON; use pickle/joblib instead")
 
 
-class SharedParameters:
-    """Constructor parameters that another estimator borrows from
-    `S5Estimator`: `names` in that order (default: all of them in signature
-    order but the `INPUT_PARAMETERS`, less `exclude`), with S5Estimator's defaults unless `defaults`
-    gives others. Decorating `__init__(self, *, own..., **shared)` gives it
-    the explicit signature scikit-learn and sktime read (own parameters
-    first), and `assign` sets the shared ones, defaults included, so the list
-    and its defaults are written once.
-    """
-
-    def __init__(self, names: tuple[str, ...] | None = None, *, exclude: tuple[str, ...] = (), **defaults):
-        base = inspect.signature(S5Estimator.__init__).parameters
-        if names is None:
-            names = tuple(n for n in base if n != "self" and n not in INPUT_PARAMETERS)
-        unknown = sorted(set(names).union(exclude, defaults) - set(base))
-        if unknown:
-            raise ValueError(f"not S5Estimator parameters: {unknown}")
-        names = tuple(n for n in names if n not in exclude)
-        if not set(defaults) <= set(names):
-            raise ValueError(f"defaults for parameters not shared: {sorted(set(defaults) - set(names))}")
-        self.defaults = {name: defaults.get(name, base[name].default) for name in names}
-
-    def __call__(self, init):
-        own = inspect.signature(init)
-        parameters = [p for p in own.parameters.values() if p.kind is not p.VAR_KEYWORD]
-        parameters += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d) for n, d in self.defaults.items()]
-        init.__signature__ = own.replace(parameters=parameters)
-        return init
-
-    def assign(self, estimator, given: dict) -> None:
-        """Set every shared parameter on `estimator`: `given` or the default."""
-        unknown = sorted(set(given) - set(self.defaults))
-        if unknown:
-            raise TypeError(f"{type(estimator).__name__}() got unexpected keyword arguments {unknown}")
-        for name, default in self.defaults.items():
-            setattr(estimator, name, given.get(name, default))
-
-
 #: Decorates a subclass's `__init__(self, *, own..., **shared)`, which passes
 #: `shared` on to `S5Estimator.__init__`: its signature lists every parameter.
-with_shared_parameters = SharedParameters(tuple(inspect.signature(S5Estimator.__init__).parameters)[1:])
+with_shared_parameters = ALL_PARAMETERS

@@ -20,10 +20,7 @@ import numpy as np
 from ..data import RaggedPanel, check_columns, gaps_from_times, time_scale_from
 from ..training import Sequences
 from ._scaling import choose_scaling, reference_from_moments, scale_values, series_moments, weighted_mean_std
-
-#: The batch arrays that hold elapsed time under each `time_handling`
-#: (what observation dropout adds up over a dropped step).
-ELAPSED = {"gaps": ("gaps",), "drop": (), "append": ("extra",)}
+from ._time_handling import AbstractTimeHandling, time_handling_for
 
 
 def _zone(tz) -> str:
@@ -70,6 +67,11 @@ class Preprocessing:
         data["feature_std"] = np.asarray(data["feature_std"], np.float64)
         return cls(**data)
 
+    @property
+    def handling(self) -> AbstractTimeHandling:
+        """`time_handling` as its object (`_time_handling`)."""
+        return time_handling_for(self.time_handling)
+
     def check(self, panel: RaggedPanel, what: str = "X") -> RaggedPanel:
         """`panel` checked against the training inputs — the same features
         (returned in fit order), kind of time and time zone, and times
@@ -98,6 +100,7 @@ class Preprocessing:
         training data had missing values) and gaps in model time units,
         per `time_handling`; with the `targets`, `per_step` and series
         `weights` given."""
+        handling = self.handling
         inputs, gaps, extra = [], [], []
         for i, (values, times) in enumerate(zip(panel.values, panel.times)):
             observed = ~np.isnan(values)
@@ -113,19 +116,18 @@ class Preprocessing:
             scaled = scale_values(values, self.scaling, self.feature_mean, self.feature_std)
             if self.missing_indicator:
                 scaled = np.concatenate([scaled, observed.astype(np.float64)], axis=1)
-            real_gaps = gaps_from_times(times, self.time_scale, self.first_gap)
-            step_gaps = real_gaps if self.time_handling == "gaps" else np.ones_like(real_gaps)
+            step_gaps, channels = handling.inputs(gaps_from_times(times, self.time_scale, self.first_gap))
             inputs.append(scaled.astype(np.float32))
             gaps.append(step_gaps.astype(np.float32))
-            extra.append(real_gaps[:, None].astype(np.float32))
+            extra.append(None if channels is None else channels.astype(np.float32))
         return Sequences(
             inputs=tuple(inputs),
             gaps=tuple(gaps),
-            extra=tuple(extra) if self.time_handling == "append" else None,
+            extra=tuple(extra) if handling.n_extra else None,
             targets=targets,
             per_step=per_step,
             weights=weights,
-            elapsed=ELAPSED[self.time_handling],
+            elapsed=handling.elapsed,
         )
 
     def n_inputs(self, like: RaggedPanel) -> int:

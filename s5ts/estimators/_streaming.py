@@ -50,7 +50,7 @@ from ..training import (
     own_files,
     predict_outputs,
 )
-from ._preprocessing import ELAPSED, finish_preprocessing
+from ._preprocessing import finish_preprocessing
 from ._scaling import pooled_from_moments, series_moments
 
 
@@ -463,7 +463,7 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
             data = prep.transform(panel, chunk_targets, per_step, None if weights is None else weights[positions])
             yield positions, data
 
-    elapsed = ELAPSED[prep.time_handling]
+    elapsed = prep.handling.elapsed
     shares = None if owners is None else FileShares(stats.parts, owners)
     data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=per_step, elapsed=elapsed, shares=shares)
     return prep, per_step, target_state, data, n_inputs

@@ -17,7 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..data import is_parquet_source, time_scale_from, to_panel
-from ..estimators import S5_CONSTRAINTS, TRAINING_CONSTRAINTS, SharedParameters
+from ..estimators import TRAINING_CONSTRAINTS, SharedParameters
 from ..nn import IdentityEncoder, SequenceNetwork, make_blocks
 from ..training import (
     NetworkSpec,
@@ -118,7 +118,7 @@ class Forecaster(BaseEstimator):
     """
 
     _parameter_constraints = {
-        **{k: v for k, v in {**TRAINING_CONSTRAINTS, **S5_CONSTRAINTS}.items() if k in PARAMETERS.defaults},
+        **PARAMETERS.constraints(),
         "horizon": [Interval(Real, 0, None, closed="neither"), pd.Timedelta, None],
         "calendar": [StrOptions({"auto"}), list, tuple, None],
         "n_queries": [Interval(Integral, 1, None, closed="left")],

@@ -1,0 +1,88 @@
+"""How observation times become the network's inputs (the estimators'
+`time_handling`), one small final class each, mapped once from the
+scikit-learn surface's string (`time_handling_for`):
+
+- `Gaps()` (`"gaps"`, S5): each step's gap is its own discretisation step,
+  Λ̄ₖ = exp(ΛΔgₖ);
+- `Drop()` (`"drop"`, the paper's S5-drop): every gap is 1, the times are
+  thrown away;
+- `Append()` (`"append"`, S5-append): every gap is 1 and the real gap is
+  one more input channel, appended after the encoder.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import ClassVar, final
+
+import numpy as np
+
+
+class AbstractTimeHandling(abc.ABC):
+    """What a time handling decides (see the module docstring)."""
+
+    #: Its name at the scikit-learn surface.
+    name: ClassVar[str]
+    #: The batch arrays that hold elapsed time (what observation dropout adds
+    #: up over a dropped step).
+    elapsed: ClassVar[tuple[str, ...]]
+    #: Input channels appended after the encoder.
+    n_extra: ClassVar[int]
+    #: `observation_dropout="auto"`: thin only a model that sees the times,
+    #: for which a thinned series is another sample of the same one; under
+    #: "drop" it would only shift the steps (docs/estimators.md).
+    auto_observation_dropout: ClassVar[float]
+
+    @abc.abstractmethod
+    def inputs(self, gaps: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(the steps' gaps the network discretises with (L,), the extra
+        channels (L, n_extra) or None) from the real gaps (L,) in model
+        units."""
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class Gaps(AbstractTimeHandling):
+    name = "gaps"
+    elapsed = ("gaps",)
+    n_extra = 0
+    auto_observation_dropout = 0.3
+
+    def inputs(self, gaps):
+        return gaps, None
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class Drop(AbstractTimeHandling):
+    name = "drop"
+    elapsed = ()
+    n_extra = 0
+    auto_observation_dropout = 0.0
+
+    def inputs(self, gaps):
+        return np.ones_like(gaps), None
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class Append(AbstractTimeHandling):
+    name = "append"
+    elapsed = ("extra",)
+    n_extra = 1
+    auto_observation_dropout = 0.3
+
+    def inputs(self, gaps):
+        return np.ones_like(gaps), gaps[:, None]
+
+
+TIME_HANDLINGS = {kind.name: kind() for kind in (Gaps, Drop, Append)}
+
+
+def time_handling_for(name: str) -> AbstractTimeHandling:
+    """The time handling called `name` (a ValueError naming the choices otherwise)."""
+    try:
+        return TIME_HANDLINGS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"time_handling must be one of {tuple(TIME_HANDLINGS)}, got {name!r}") from None
