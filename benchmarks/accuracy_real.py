@@ -564,7 +564,7 @@ def report(results, datasets, methods, context: dict) -> str:
     if "minirocket" in names:
         lines = []
         for m in [n for n in names if n.startswith("s5")]:
-            for half in [None, *halves_run]:
+            for half in ([None, *halves_run] if len(halves_run) > 1 else halves_run):
                 members = [d for d in datasets if half is None or d.half == half]
                 totals = total_seconds(results, members, m, "minirocket")
                 if totals:

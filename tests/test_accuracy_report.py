@@ -36,6 +36,7 @@ def test_halves_of_the_example_sets():
     assert D.HALVES[DEV] == "development" and D.HALVES[CON] == "confirmation"
     assert A.ordered([CON, DEV], None) == [DEV, CON]
     assert A.ordered([CON, DEV], "confirmation") == [CON]
+    assert all(D.HALVES[n] == "development" for n in A.QUICK_DATASETS)  # --quick is for tuning too
 
 
 def test_ranks_points_and_seconds_per_half():
