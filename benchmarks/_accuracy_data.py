@@ -93,8 +93,9 @@ class Dataset:
         return self.source
 
     @property
-    def half(self) -> str:
-        return HALVES[self.name]
+    def half(self) -> str | None:
+        """"development" or "confirmation"; None for a set outside `REGISTRY`."""
+        return HALVES.get(self.name)
 
 
 def rng_for(name: str, seed: int = 0) -> np.random.Generator:
