@@ -3,6 +3,7 @@ model construction, the fit transaction, prediction and persistence."""
 
 from __future__ import annotations
 
+import abc
 import copy
 import dataclasses
 import io
@@ -74,7 +75,7 @@ def _no_times(times) -> None:
         raise ValueError("with a Parquet X, times= is not supported (times come from time_col)")
 
 
-class SequenceEstimator(BaseEstimator):
+class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
     """What every s5ts estimator of ragged series shares: the inputs and
     their preprocessing, the fit transaction over the shared training loop
     (`s5ts.training`), prediction, tags and persistence.
@@ -102,23 +103,26 @@ class SequenceEstimator(BaseEstimator):
         """How times become the network's gaps (see S5's `time_handling`)."""
         return "gaps"
 
+    @abc.abstractmethod
     def _build_network(self, n_inputs: int, per_step: bool, n_outputs: int, key):
         """The network, from this estimator's parameters alone (it is built
         on a copy, inside one compiled program: `s5ts.training.NetworkSpec`)."""
-        raise NotImplementedError
+        ...
 
     def _network_spec(self, n_inputs: int, per_step: bool, target_state) -> NetworkSpec:
         return NetworkSpec.of(self, int(n_inputs), bool(per_step), int(self._n_outputs(target_state)))
 
     # ----- task-specific hooks (subclasses) -----
+    @abc.abstractmethod
     def _encode_targets(self, y, panel, *, state=None, classes=None, weights=None):
         """(encoded targets, per_step, target state): `state` None learns the
         target state (scaling, classes; weighted by the series' `weights`);
         otherwise encodes with the given one."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _target_state(self):
-        raise NotImplementedError
+        ...
 
     #: Whether the task takes per-step targets (one per observation).
     _per_step_targets: bool = True
@@ -130,17 +134,28 @@ class SequenceEstimator(BaseEstimator):
         (n,): what `_encode_targets` learns from all of them, for targets
         streamed from Parquet (`_streaming`); `is_1d` and `columns` say
         what they were given as ((L_i,) arrays, or (L_i, k) named
-        `columns`)."""
-        raise NotImplementedError
+        `columns`). Only a task with per-step targets has one."""
+        raise TypeError(f"{type(self).__name__} takes no per-step targets")
 
+    @abc.abstractmethod
     def _n_outputs(self, target_state) -> int:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _fitted_metadata(self) -> dict:
-        raise NotImplementedError
+        ...
 
     #: The validation figure's name in `history_` ("valid_" + this).
     _metric_name = "loss"
+
+    @abc.abstractmethod
+    def _loss_fn(self):
+        """The training loss: `loss(outputs, targets, weights)` ->
+        (weighted sum, sum of weights) over one padded batch (`s5ts.training`'s losses)."""
+
+    @abc.abstractmethod
+    def _metric(self, target_state):
+        """The validation figure (lower is better), as `_loss_fn`, for the fitted target state."""
 
     def _check_sample_weight(self, sample_weight, panel):
         """`sample_weight` as (n,) float64 weights ≥ 0, or None."""
@@ -388,8 +403,9 @@ class SequenceEstimator(BaseEstimator):
         self.feature_names_in_ = np.asarray(prep.columns, dtype=object)
         self.time_scale_ = prep.time_scale
 
+    @abc.abstractmethod
     def _set_target_state(self, target_state):
-        raise NotImplementedError
+        ...
 
     def fit(self, X, y, sample_weight=None, *, times=None, validation_data=None):
         """Fit on ragged, timestamped series.
@@ -599,8 +615,9 @@ class SequenceEstimator(BaseEstimator):
         )
         return estimator
 
+    @abc.abstractmethod
     def _target_state_from_metadata(self, metadata):
-        raise NotImplementedError
+        ...
 
     @property
     def n_parameters_(self) -> int:
@@ -621,8 +638,9 @@ class S5Estimator(SequenceEstimator):
 
     _architecture_names = NETWORK_PARAMETERS
 
+    @abc.abstractmethod
     def _make_head(self, n_outputs: int, key):
-        raise NotImplementedError
+        ...
 
     @property
     def _time_handling(self) -> str:
