@@ -15,7 +15,7 @@ from s5ts.data import MedianGap, open_parquet, to_panel  # noqa: E402
 from s5ts.data._median_gap import RELATIVE_ERROR  # noqa: E402
 from s5ts.estimators import _streaming  # noqa: E402
 from s5ts.estimators._preprocessing import learn_preprocessing  # noqa: E402
-from s5ts.training import Sequences, StreamedSequences, iterate_batches, split_validation, steps_per_epoch  # noqa: E402
+from s5ts.training import Sequences, StreamedSequences, TruncatedBackprop, iterate_batches, split_validation, steps_per_epoch  # noqa: E402
 
 SMALL = dict(d_model=8, state_size=4, random_state=0, id_col="id", time_col="time", observation_dropout=0.0)
 
@@ -364,5 +364,5 @@ def test_chunked_model_predicts_from_parquet_as_in_memory(tmp_path):
     model = S5Regressor(max_epochs=1, chunk_length=8, **SMALL).fit(
         df.drop(columns="y"), df.set_index(["id", "time"])["y"]
     )
-    assert model._prediction_chunk_length() == 8
+    assert model._prediction_backprop() == TruncatedBackprop(8)
     pd.testing.assert_series_equal(model.predict(path), model.predict(df.drop(columns="y"), as_frame=True))
