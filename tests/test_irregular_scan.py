@@ -157,6 +157,7 @@ def test_unit_input_hold_matches_unfused(x64, discretization, hold):
     """`input_hold="unit"`: Λ̄_k from the step Δ g_k, but every input weight
     from the unit step Δ; `"mixed"`: so for the odd states only (values and
     gradients against the materialised path)."""
+    from s5ts.nn import make_input_hold
     from s5ts.nn._discretisation import step_coefficients
 
     lam_re, lam_im, log_ts, gaps, bu, state, cotangent, mask = problem(4)
@@ -164,7 +165,7 @@ def test_unit_input_hold_matches_unfused(x64, discretization, hold):
 
     def reference(lam_re, lam_im, log_ts, gaps, bu, state):
         lam = jax.lax.complex(lam_re, lam_im)
-        lam_bar, weight = step_coefficients(rule, lam, jnp.exp(log_ts), gaps, hold)
+        lam_bar, weight = step_coefficients(rule, lam, jnp.exp(log_ts), gaps, make_input_hold(hold))
         lam_bar = jnp.where(mask[:, None], lam_bar, 1.0)
         b = jnp.where(mask[:, None], weight * bu, 0.0)
         b = b.at[0].add(lam_bar[0] * state)
@@ -176,7 +177,7 @@ def test_unit_input_hold_matches_unfused(x64, discretization, hold):
                               input_hold=hold)
 
     lam = jax.lax.complex(lam_re, lam_im)
-    weight = step_coefficients(rule, lam, jnp.exp(log_ts), gaps, hold)[1]
+    weight = step_coefficients(rule, lam, jnp.exp(log_ts), gaps, make_input_hold(hold))[1]
     gap_weight = rule(lam, jnp.exp(log_ts)[None, :] * gaps[:, None])[1]
     unit = jnp.broadcast_to(rule(lam, jnp.exp(log_ts))[1], weight.shape)
     odd = np.arange(weight.shape[1]) % 2 == 1

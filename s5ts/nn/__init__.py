@@ -9,8 +9,13 @@ from ._discretisation import (
     ZOH,
     Bilinear,
     Discretisation,
+    GapHold,
+    InputHold,
+    MixedHold,
+    UnitHold,
     complex_expm1,
     make_discretisation,
+    make_input_hold,
 )
 from ._encoders import ENCODERS, IdentityEncoder, PendulumCNN, make_encoder
 from ._init import block_diagonal_hippo, diagonalised_hippo_n, hippo_n
@@ -35,6 +40,11 @@ __all__ = [
     "ZOH",
     "Bilinear",
     "Discretisation",
+    "GapHold",
+    "InputHold",
+    "MixedHold",
+    "UnitHold",
+    "make_input_hold",
     "complex_expm1",
     "make_discretisation",
     "ENCODERS",

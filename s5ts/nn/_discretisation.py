@@ -14,6 +14,7 @@ what padded steps need: the state passes through unchanged.
 from __future__ import annotations
 
 import abc
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -110,57 +111,82 @@ class Bilinear(Discretisation):
 
 DISCRETISATIONS = {"zoh": ZOH, "bilinear": Bilinear}
 
-#: How an observation's input enters the state (`S5SSM`'s `input_hold`):
-#: "gap" holds it over the whole gap before it (the input weight grows with
-#: the gap, as in the S5 paper); "unit" gives every observation the weight of
-#: a unit gap (one median gap), while the state still decays over the real gap;
-#: "mixed": every second state (p odd) "unit", the others "gap".
-INPUT_HOLDS = ("gap", "unit", "mixed")
+
+class InputHold(eqx.Module):
+    """How an observation's input enters the state (`S5SSM`'s `input_hold`):
+    its weight from the weight of the step's own gap and that of a unit gap."""
+
+    #: Whether it reads the unit gap's weight (`unit_weight`).
+    uses_unit: ClassVar[bool] = True
+
+    def unit_weight(self, rule: Discretisation, lam, timescale) -> Complex[Array, " P"] | None:
+        """The input weight of a unit step, (P,); None where it is not read."""
+        return rule(lam, timescale.astype(lam.real.dtype))[1] if self.uses_unit else None
+
+    @abc.abstractmethod
+    def weight(self, weight: Complex[Array, "*L P"], unit: Complex[Array, " P"] | None) -> Complex[Array, "*L P"]:
+        """The input weight of each step, from that of its own gap (`weight`)
+        and that of a unit gap (`unit`)."""
+
+
+class GapHold(InputHold):
+    """`"gap"` (the S5 paper): the input is held over the whole gap before
+    it, so its weight grows with the gap."""
+
+    uses_unit: ClassVar[bool] = False
+
+    def weight(self, weight, unit):
+        return weight
+
+
+class UnitHold(InputHold):
+    """`"unit"`: every observation weighs as after a unit gap (one median
+    gap), while the state still decays over the real gap."""
+
+    def weight(self, weight, unit):
+        return jnp.broadcast_to(unit, weight.shape)
+
+
+class MixedHold(InputHold):
+    """`"mixed"`: every second state (p odd) `"unit"`, the others `"gap"`."""
+
+    def weight(self, weight, unit):
+        return jnp.where(jnp.arange(weight.shape[-1]) % 2 == 1, unit, weight)
+
+
+INPUT_HOLDS = {"gap": GapHold, "unit": UnitHold, "mixed": MixedHold}
 
 
 def step_coefficients(
     rule: Discretisation, lam: Complex[Array, " P"], timescale: Float[Array, " P"], gaps: Float[Array, "*L"],
-    input_hold: str = "gap",
+    hold: InputHold = GapHold(),
 ) -> tuple[Complex[Array, "*L P"], Complex[Array, "*L P"]]:
     r"""$(\bar\Lambda_k, w_k)$ for gaps $g_k$ of shape (L,) or ():
     $\bar\Lambda_k$ from the step $\Delta g_k$, and $w_k$ from the same step
-    (`input_hold="gap"`) or from the unit step $\Delta$ (`"unit"`)."""
+    (`GapHold`) or from the unit step $\Delta$ (`UnitHold`)."""
     dtype = lam.real.dtype
     step = (jnp.broadcast_to(timescale, gaps.shape + timescale.shape) * gaps[..., None]).astype(dtype)
     lam_bar, weight = rule(lam, step)
-    return lam_bar, held_weight(input_hold, weight, unit_weight(rule, input_hold, lam, timescale))
+    return lam_bar, hold.weight(weight, hold.unit_weight(rule, lam, timescale))
 
 
-def check_input_hold(input_hold: str) -> str:
-    """`input_hold` if it is one of `INPUT_HOLDS`; a ValueError otherwise."""
-    if input_hold not in INPUT_HOLDS:
-        raise ValueError(f"input_hold must be one of {INPUT_HOLDS}, got {input_hold!r}")
-    return input_hold
-
-
-def unit_weight(rule: Discretisation, input_hold: str, lam, timescale) -> Complex[Array, " P"] | None:
-    """The input weight of a unit step, (P,), for `input_hold` "unit" or
-    "mixed"; None for "gap" (which does not use it)."""
-    if check_input_hold(input_hold) == "gap":
-        return None
-    return rule(lam, timescale.astype(lam.real.dtype))[1]
-
-
-def held_weight(input_hold: str, weight: Complex[Array, "*L P"], unit: Complex[Array, " P"] | None):
-    """The input weight per `input_hold`, from the weight of the step's own
-    gap (`weight`) and that of a unit gap (`unit`, see `unit_weight`)."""
-    if input_hold == "gap":
-        return weight
-    if input_hold == "unit":
-        return jnp.broadcast_to(unit, weight.shape)
-    return jnp.where(jnp.arange(weight.shape[-1]) % 2 == 1, unit, weight)  # "mixed"
-
-
-def make_discretisation(name: str) -> Discretisation:
-    """Map the user-facing name ("zoh" | "bilinear") to its rule."""
+def make_discretisation(name: str | Discretisation) -> Discretisation:
+    """Map the user-facing name ("zoh" | "bilinear") to its rule (a rule is itself)."""
+    if isinstance(name, Discretisation):
+        return name
     try:
         return DISCRETISATIONS[name]()
-    except KeyError:
+    except (KeyError, TypeError):
         raise ValueError(
             f"discretization must be one of {sorted(DISCRETISATIONS)}, got {name!r}"
         ) from None
+
+
+def make_input_hold(name: str | InputHold) -> InputHold:
+    """Map the user-facing name ("gap" | "unit" | "mixed") to its hold (a hold is itself)."""
+    if isinstance(name, InputHold):
+        return name
+    try:
+        return INPUT_HOLDS[name]()
+    except (KeyError, TypeError):
+        raise ValueError(f"input_hold must be one of {tuple(INPUT_HOLDS)}, got {name!r}") from None

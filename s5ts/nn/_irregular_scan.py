@@ -23,16 +23,16 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Complex, Float
 
-from ._discretisation import Discretisation, held_weight, make_discretisation, unit_weight
+from ._discretisation import Discretisation, InputHold, make_discretisation, make_input_hold
 from ._scan import _SEQUENTIAL_UNROLL
 
 
-def _coefficients(rule: Discretisation, input_hold, lam, timescale, gap, valid, bu_k, unit):
+def _coefficients(rule: Discretisation, hold: InputHold, lam, timescale, gap, valid, bu_k, unit):
     """(Λ̄_k, b_k = w_k ⊙ B̃u_k) for one step; a masked step is (1, 0).
-    `unit`: the unit-step weight (P,) for `input_hold` "unit" / "mixed",
-    computed once per sequence (None for "gap")."""
+    `unit`: the unit-step weight (P,) of a `hold` that reads it, computed
+    once per sequence (None otherwise)."""
     lam_bar, weight = rule(lam, (timescale * gap).astype(lam.real.dtype))
-    weight = held_weight(input_hold, weight, unit)
+    weight = hold.weight(weight, unit)
     lam_bar = jnp.where(valid, lam_bar, jnp.ones_like(lam_bar))
     b_k = jnp.where(valid, weight * bu_k, jnp.zeros_like(bu_k))
     return lam_bar, b_k
@@ -45,17 +45,17 @@ def _order(length: int, reverse: bool):
     return (lambda i: i), 0, -1
 
 
-def _forward(rule, input_hold, reverse, lam, timescale, gaps, mask, bu, state):
+def _forward(rule, hold, reverse, lam, timescale, gaps, mask, bu, state):
     # In-place loop as in `_scan._sequential_loop`: only under the custom VJP
     # (plain autodiff of the indexing would be quadratic in L).
     length = gaps.shape[0]
     index, _, _ = _order(length, reverse)
-    unit = unit_weight(rule, input_hold, lam, timescale)
+    unit = hold.unit_weight(rule, lam, timescale)
 
     def body(i, carry):
         x_prev, out = carry
         k = index(i)
-        a_k, b_k = _coefficients(rule, input_hold, lam, timescale, gaps[k], mask[k], bu[k], unit)
+        a_k, b_k = _coefficients(rule, hold, lam, timescale, gaps[k], mask[k], bu[k], unit)
         x_k = a_k * x_prev + b_k
         return x_k, out.at[k].set(x_k)
 
@@ -64,24 +64,24 @@ def _forward(rule, input_hold, reverse, lam, timescale, gaps, mask, bu, state):
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
-def _fused(rule, input_hold, reverse, lam, timescale, gaps, mask, bu, state):
-    return _forward(rule, input_hold, reverse, lam, timescale, gaps, mask, bu, state)
+def _fused(rule, hold, reverse, lam, timescale, gaps, mask, bu, state):
+    return _forward(rule, hold, reverse, lam, timescale, gaps, mask, bu, state)
 
 
-def _fused_fwd(rule, input_hold, reverse, lam, timescale, gaps, mask, bu, state):
-    x = _forward(rule, input_hold, reverse, lam, timescale, gaps, mask, bu, state)
+def _fused_fwd(rule, hold, reverse, lam, timescale, gaps, mask, bu, state):
+    x = _forward(rule, hold, reverse, lam, timescale, gaps, mask, bu, state)
     return x, (lam, timescale, gaps, mask, bu, state, x)
 
 
-def _fused_bwd(rule, input_hold, reverse, residuals, x_bar):
+def _fused_bwd(rule, hold, reverse, residuals, x_bar):
     lam, timescale, gaps, mask, bu, state, x = residuals
     length = gaps.shape[0]
     index, first, before = _order(length, reverse)
-    uses_unit = input_hold != "gap"
+    uses_unit = hold.uses_unit
     if uses_unit:
         # The unit-step weight is shared by every step: its cotangent is
         # summed over the loop and pulled back through the rule once.
-        unit, unit_pullback = jax.vjp(lambda lam, ts: unit_weight(rule, input_hold, lam, ts), lam, timescale)
+        unit, unit_pullback = jax.vjp(lambda lam, ts: hold.unit_weight(rule, lam, ts), lam, timescale)
     else:
         unit = None
 
@@ -93,7 +93,7 @@ def _fused_bwd(rule, input_hold, reverse, residuals, x_bar):
         # `unit` is None for "gap": an empty argument, whose cotangent is None.
         (a_k, _), pullback = jax.vjp(
             lambda lam, timescale, gap, bu_k, unit: _coefficients(
-                rule, input_hold, lam, timescale, gap, mask[k], bu_k, unit
+                rule, hold, lam, timescale, gap, mask[k], bu_k, unit
             ),
             lam, timescale, gaps[k], bu[k], unit,
         )
@@ -140,7 +140,7 @@ def irregular_scan(
     *,
     discretization: str | Discretisation = "zoh",
     reverse: bool = False,
-    input_hold: str = "gap",
+    input_hold: str | InputHold = "gap",
 ) -> Complex[Array, "L P"]:
     r"""States of $x_k = \bar\Lambda_k x_{k-1} + w_k \odot \tilde B u_k$ with the
     discretisation done inside a sequential loop.
@@ -157,8 +157,9 @@ def irregular_scan(
     - `discretization`: `"zoh"`, `"bilinear"` or a `Discretisation` rule.
     - `reverse`: run from the last step to the first (`state` is then the
       state after the last step).
-    - `input_hold`: `"gap"` (w_k from the step Δ g_k) or `"unit"` (w_k from
-      Δ: every observation weighs as after a unit gap; see `S5SSM`).
+    - `input_hold`: `"gap"` (w_k from the step Δ g_k), `"unit"` (w_k from
+      Δ: every observation weighs as after a unit gap), `"mixed"`, or an
+      `InputHold` (see `S5SSM`).
 
     **Returns:** all states, shape (L, P), equal to
     `linear_scan(Λ̄, w ⊙ B̃u, reverse=reverse)` on the materialised
@@ -168,7 +169,7 @@ def irregular_scan(
     custom VJP that recomputes Λ̄_k, w_k in its reverse loop; it stores only
     the inputs and the (L, P) states.
     """
-    rule = make_discretisation(discretization) if isinstance(discretization, str) else discretization
+    rule, hold = make_discretisation(discretization), make_input_hold(input_hold)
     if bu.ndim != 2 or bu.shape != gaps.shape + lam.shape:
         raise ValueError(f"bu must have shape (L, P) = {gaps.shape + lam.shape}, got {bu.shape}")
     if mask.shape != gaps.shape or timescale.shape != lam.shape:
@@ -178,4 +179,4 @@ def irregular_scan(
     state = jnp.zeros(lam.shape, dtype) if state is None else jnp.asarray(state).astype(dtype)
     if gaps.shape[0] == 0:
         return bu
-    return _fused(rule, input_hold, reverse, lam.astype(dtype), timescale, gaps, mask.astype(bool), bu, state)
+    return _fused(rule, hold, reverse, lam.astype(dtype), timescale, gaps, mask.astype(bool), bu, state)

@@ -21,7 +21,15 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
 
-from ._discretisation import check_input_hold, make_discretisation, step_coefficients
+from ._discretisation import (
+    DISCRETISATIONS,
+    INPUT_HOLDS,
+    Discretisation,
+    InputHold,
+    make_discretisation,
+    make_input_hold,
+    step_coefficients,
+)
 from ._init import block_diagonal_hippo
 from ._irregular_scan import irregular_scan
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
@@ -126,10 +134,10 @@ class S5SSM(eqx.Module):
     log_step: Float[Array, " P"]
     d_model: int = eqx.field(static=True)
     state_size: int = eqx.field(static=True)
-    discretization: str = eqx.field(static=True)
+    rule: Discretisation = eqx.field(static=True)
     bidirectional: bool = eqx.field(static=True)
     scan: str = eqx.field(static=True)
-    input_hold: str = eqx.field(static=True)
+    hold: InputHold = eqx.field(static=True)
 
     def __init__(
         self,
@@ -146,8 +154,7 @@ class S5SSM(eqx.Module):
         key: PRNGKeyArray,
         dtype=None,
     ):
-        make_discretisation(discretization)  # validates the name
-        check_input_hold(input_hold)
+        rule, hold = make_discretisation(discretization), make_input_hold(input_hold)  # mapped once
         if scan not in SCAN_METHODS:
             raise ValueError(f"scan must be one of {SCAN_METHODS}, got {scan!r}")
         if not 0 < dt_min <= dt_max:
@@ -179,10 +186,20 @@ class S5SSM(eqx.Module):
         )
         self.d_model = d_model
         self.state_size = state_size
-        self.discretization = discretization
+        self.rule = rule
         self.bidirectional = bidirectional
         self.scan = scan
-        self.input_hold = input_hold
+        self.hold = hold
+
+    @property
+    def discretization(self) -> str:
+        """The discretisation's name (`"zoh"`, `"bilinear"`)."""
+        return next(name for name, kind in DISCRETISATIONS.items() if isinstance(self.rule, kind))
+
+    @property
+    def input_hold(self) -> str:
+        """The input hold's name (`"gap"`, `"unit"`, `"mixed"`)."""
+        return next(name for name, kind in INPUT_HOLDS.items() if isinstance(self.hold, kind))
 
     @property
     def lam(self) -> Complex[Array, " P"]:
@@ -193,8 +210,7 @@ class S5SSM(eqx.Module):
         self, gaps: Float[Array, "*L"]
     ) -> tuple[Complex[Array, "*L P"], Complex[Array, "*L P"]]:
         """Λ̄ and the input weight for gaps of shape (L,) or ()."""
-        rule = make_discretisation(self.discretization)
-        return step_coefficients(rule, self.lam, jnp.exp(self.log_step), gaps, self.input_hold)
+        return step_coefficients(self.rule, self.lam, jnp.exp(self.log_step), gaps, self.hold)
 
     def _input(self, u: Float[Array, "*L H"]) -> Complex[Array, "*L P"]:
         return _complex_matmul(self.B_re, self.B_im, u.T).T
@@ -257,9 +273,9 @@ class S5SSM(eqx.Module):
                 mask,
                 bu,
                 state,
-                discretization=self.discretization,
+                discretization=self.rule,
                 reverse=reverse,
-                input_hold=self.input_hold,
+                input_hold=self.hold,
             )
         lam_bar, weight = self.discretise(gaps)
         lam_bar = jnp.where(mask[:, None], lam_bar, 1.0)
