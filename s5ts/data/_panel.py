@@ -32,6 +32,8 @@ import numpy as np
 import pandas as pd
 from jaxtyping import Float
 
+from ._median_gap import MedianGap
+
 TimeKind = Literal["datetime", "timedelta", "numeric"]
 TIME_KINDS = ("datetime", "timedelta", "numeric")
 
@@ -912,14 +914,16 @@ def check_columns(panel: RaggedPanel, expected_columns: Sequence, what: str = "X
 
 
 def time_scale_from(panel: RaggedPanel) -> float:
-    """The median gap between consecutive times over all series (positive).
+    """The median gap between consecutive times over all series (positive):
+    `MedianGap`'s, as a streamed pass over the same series gathers it
+    (exact up to 2²² gaps).
 
     Falls back to 1.0 when every series has a single time.
     """
-    gaps = [np.diff(t) for t in panel.times if t.shape[0] > 1]
-    if not gaps:
-        return 1.0
-    return float(np.median(np.concatenate(gaps)))
+    median = MedianGap()
+    for t in panel.times:
+        median.add(np.diff(t))
+    return median.median()
 
 
 def gaps_from_times(

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..data import RaggedPanel, check_columns, gaps_from_times, time_scale_from
 from ..training import Sequences
-from ._scaling import choose_scaling, reference_from_moments, scale_values, series_moments, weighted_mean_std
+from ._scaling import choose_scaling, pooled_from_moments, reference_from_moments, scale_values, series_statistics
 from ._time_handling import AbstractTimeHandling, time_handling_for
 
 
@@ -150,15 +150,14 @@ def learn_preprocessing(
     missing (then the network also sees an observed-channel mask); and the
     time scale: the median gap between observations (unweighted: it describes
     the sampling, not the series' importance)."""
-    stacked = np.concatenate(panel.values, axis=0)
-    rows = None if weights is None else np.repeat(weights, panel.lengths)
+    counts, means, stds = series_statistics(panel.values)
     return finish_preprocessing(
         panel,
-        ~np.isnan(stacked).all(axis=0),
-        bool(np.isnan(stacked).any()),
-        lambda: weighted_mean_std(stacked, rows),
-        lambda: series_moments(panel.values),
-        float(time_scale_from(panel)),
+        counts,
+        means,
+        stds,
+        bool((counts < panel.lengths[:, None]).any()),
+        time_scale_from(panel),
         standardize,
         time_handling,
         first_gap,
@@ -169,10 +168,10 @@ def learn_preprocessing(
 
 def finish_preprocessing(
     panel: RaggedPanel,
-    observed,
+    counts: np.ndarray,
+    means: np.ndarray,
+    stds: np.ndarray,
     missing: bool,
-    pooled,
-    moments,
     time_scale: float,
     standardize: bool | str,
     time_handling: str,
@@ -182,12 +181,14 @@ def finish_preprocessing(
 ) -> Preprocessing:
     """The `Preprocessing` from statistics of the training data, however
     they were gathered (`learn_preprocessing` in memory, or one streaming
-    pass over a Parquet data set): `panel` gives the columns, kind of time
-    and ids (any chunk of the data); `observed` (k,), whether each feature
-    is ever observed; `missing`, whether any value is NaN; `pooled()`, the
-    weighted mean and standard deviation of every value (k,); `moments()`,
-    each series' mean and standard deviation (n, k)."""
-    never = np.flatnonzero(~np.asarray(observed))
+    pass over a Parquet data set), computed one way: `panel` gives the
+    columns, kind of time and ids (any chunk of the data); `counts`,
+    `means`, `stds` (n, k) each series' observed values, mean and standard
+    deviation per feature (`series_statistics`), from which the pooled
+    statistics (`pooled_from_moments`, each series weighted by `weights`)
+    and the per-series reference follow; `missing`, whether any value is
+    NaN; `time_scale`, the median gap (`MedianGap`)."""
+    never = np.flatnonzero(~(counts.sum(axis=0) > 0))
     if never.size:
         raise ValueError(
             f"column {panel.columns[int(never[0])]!r} is NaN in every training series (series "
@@ -197,10 +198,10 @@ def finish_preprocessing(
     scaling = {True: "global", False: "none"}.get(standardize, standardize)
     location, scale = np.zeros(panel.n_features), np.ones(panel.n_features)
     if scaling in ("global", "auto"):
-        location, std = pooled()
+        location, std = pooled_from_moments(counts, means, stds, weights)
         scale = np.where(std > 0, std, 1.0)
     if scaling in ("series", "auto"):
-        series_location, series_scale = reference_from_moments(*moments(), weights)
+        series_location, series_scale = reference_from_moments(means, stds, weights)
         if scaling == "auto":
             scaling = choose_scaling(scale, series_scale)
         if scaling == "series":

@@ -55,6 +55,29 @@ def weighted_mean_std(values: np.ndarray, weights: np.ndarray | None = None):
     return mean, np.sqrt(var)
 
 
+def series_statistics(values: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each series' number of observed values, mean and (population)
+    standard deviation per feature over its observed values: three arrays
+    (n series, k features), NaN moments where a count is 0. What every
+    scaling is learned from (`pooled_from_moments`, `reference_from_moments`),
+    gathered alike from a panel in memory and chunk by chunk from Parquet.
+
+    >>> counts, means, stds = series_statistics([np.array([[1.0], [3.0]]), np.array([[np.nan], [5.0]])])
+    >>> counts.ravel().tolist(), means.ravel().tolist(), stds.ravel().tolist()
+    ([2.0, 1.0], [2.0, 5.0], [1.0, 0.0])
+    """
+    lengths = np.array([len(v) for v in values], np.int64)
+    stacked = np.concatenate(values)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    observed = ~np.isnan(stacked)
+    counts = np.add.reduceat(observed.astype(np.float64), starts, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.add.reduceat(np.where(observed, stacked, 0.0), starts, axis=0) / counts
+        spread = np.where(observed, stacked - np.repeat(means, lengths, axis=0), 0.0) ** 2
+        stds = np.sqrt(np.add.reduceat(spread, starts, axis=0) / counts)
+    return counts, means, stds
+
+
 def series_moments(values: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Each series' mean and (population) standard deviation per feature over
     its observed values: two arrays (n series, k features), NaN where a

@@ -51,7 +51,7 @@ from ..training import (
     predict_outputs,
 )
 from ._preprocessing import finish_preprocessing
-from ._scaling import pooled_from_moments, series_moments
+from ._scaling import series_moments, series_statistics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,15 +278,9 @@ class _Statistics:
         self.keys.append((chunk.fragment, chunk.first, panel.n_series))
         self.ids.extend(panel.ids)
         self.lengths.append(panel.lengths)
-        stacked = np.concatenate(panel.values)
+        count, mean, std = series_statistics(panel.values)
         starts = np.concatenate([[0], np.cumsum(panel.lengths)[:-1]])
-        observed = ~np.isnan(stacked)
-        self.missing = self.missing or not observed.all()
-        count = np.add.reduceat(observed.astype(np.float64), starts, axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.add.reduceat(np.where(observed, stacked, 0.0), starts, axis=0) / count
-            spread = np.where(observed, stacked - np.repeat(mean, panel.lengths, axis=0), 0.0) ** 2
-            std = np.sqrt(np.add.reduceat(spread, starts, axis=0) / count)
+        self.missing = self.missing or bool((count < panel.lengths[:, None]).any())
         self.counts.append(count)
         self.means.append(mean)
         self.stds.append(std)
@@ -437,10 +431,10 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
         counts, means, stds = (np.concatenate(a) for a in (stats.counts, stats.means, stats.stds))
         prep = finish_preprocessing(
             stats.first,
-            counts.sum(axis=0) > 0,
+            counts,
+            means,
+            stds,
             stats.missing,
-            lambda: pooled_from_moments(counts, means, stds, weights),
-            lambda: (means, stds),
             stats.gaps.median(),
             estimator.standardize,
             estimator._time_handling,
