@@ -708,7 +708,8 @@ def _spread(values: list[float], digits: int, percent: bool = False) -> str:
     finite = [v for v in values if np.isfinite(v)]
     if not finite:
         return "-"
-    text = fmt(float(np.mean(finite)), digits, percent)
+    mean = float(np.mean(finite))
+    text = f"{mean:.0f}" if digits and mean == round(mean) and not percent else fmt(mean, digits, percent)
     if len(finite) > 1 and max(finite) > min(finite):
         text += f" ({fmt(min(finite), digits, percent)}–{fmt(max(finite), digits, percent)})"
     return text

@@ -88,3 +88,14 @@ def test_the_registry_imports_without_the_benchmarks_extra():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_docs_show_the_halves_the_rule_gives():
+    page = (Path(__file__).resolve().parents[1] / "docs" / "forecasting.md").read_text()
+    shown = {}
+    for half in ("development", "confirmation"):
+        row = next(line for line in page.splitlines() if line.startswith(f"| {half} |"))
+        for cell in row.strip("|").split("|")[1:]:
+            for name in cell.split(","):
+                shown[name.strip()] = half
+    assert shown == D.HALF
