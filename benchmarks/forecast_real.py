@@ -708,16 +708,18 @@ def _spread(values: list[float], digits: int, percent: bool = False) -> str:
     finite = [v for v in values if np.isfinite(v)]
     if not finite:
         return "-"
-    mean = float(np.mean(finite))
-    text = f"{mean:.0f}" if digits and mean == round(mean) and not percent else fmt(mean, digits, percent)
+    def show(value: float) -> str:  # whole counts (wins) without decimals
+        return f"{value:.0f}" if digits == 1 and value == round(value) else fmt(value, digits, percent)
+
+    text = show(float(np.mean(finite)))
     if len(finite) > 1 and max(finite) > min(finite):
-        text += f" ({fmt(min(finite), digits, percent)}–{fmt(max(finite), digits, percent)})"
+        text += f" ({show(min(finite))}–{show(max(finite))})"
     return text
 
 
 def summary_rows(results, tasks, names, seeds) -> list[list[str]]:
     per_seed = [summary_stats(for_seed(results, s), tasks, names) for s in seeds]
-    style = {"geo-mean MASE": (3, False), "MAE / last value": (2, False), "wins": (1, False),
+    style = {"geo-mean MASE": (3, False), "MAE / last value": (2, False), "wins": (1, False),  # digits 1: counts
              "cover 80 %": (0, True), "cover 95 %": (0, True), "lowest 95 %": (0, True), "width 80 %": (2, False),
              "width 95 %": (2, False), "CRPS": (3, False), "seconds": (0, False)}
     rows = []
