@@ -183,7 +183,9 @@ def per_subject(forecast: Callable[[pd.Series, pd.DatetimeIndex, D.Spec], pd.Dat
             raise RuntimeError(f"failed on every subject ({failures[0]})")
         out = joined(parts, future)
         infos = pd.Series([f.attrs.get("info", "") for _, f in parts]).value_counts()
-        out.attrs["info"] = infos.index[0] if len(parts) == 1 else ", ".join(f"{k} ×{n}" for k, n in infos.items())
+        infos = infos[infos.index != ""]  # Prophet names no model
+        out.attrs["info"] = ("" if infos.empty else infos.index[0] if len(parts) == 1 else
+                             ", ".join(f"{k} ×{n}" for k, n in infos.items()))
         if failures:
             out.attrs["info"] += f" (first failure: {failures[0]})"
         return out
@@ -376,8 +378,8 @@ def _model_name(fitted) -> str:
             from statsforecast.arima import arima_string
 
             return arima_string(found).strip()
-        if isinstance(found, dict) and "mse" in found and "model" in found:
-            return str(found["model"])
+        if isinstance(found, dict) and "modeltype" in found:  # AutoTheta: STM, OTM, DSTM or DOTM
+            return str(found["modeltype"])
     except Exception:  # a name is a nicety
         pass
     return type(fitted).__name__
@@ -944,7 +946,7 @@ def report(results, tasks, methods, context: dict, seeds=SEEDS) -> str:
         "Notes:",
         "",
         *([f"- {line}" for line in notes(results)] or ["- none"]),
-        *[f"- `{m}` per task: " + "; ".join(f"{r.task} {r.info}" for r in mean if r.method == m and ok(r))
+        *[f"- `{m}` per task: " + "; ".join(f"{r.task} {r.info}" for r in mean if r.method == m and ok(r) and r.info)
           for m in names if not METHODS[m].seeded and any(r.method == m and ok(r) and r.info for r in mean)],
     ]) + "\n"
 
