@@ -863,13 +863,14 @@ def half_report(results, tasks, methods, seeds, half: str) -> list[str]:
     mean = averaged(results)
     hits = _hits(results)
     hits = hits[hits["task"].isin({t.name for t in tasks})]
-    n_seeds = f"mean over seeds {', '.join(map(str, seeds))} (lowest–highest seed)" if len(seeds) > 1 else \
-        f"seed {seeds[0]}"
+    seeded = ", ".join(m.name for m in methods if m.seeded)
+    over = f"mean over seeds {', '.join(map(str, seeds))} (lowest–highest seed)" if len(seeds) > 1 else f"seed {seeds[0]}"
+    runs = f"Seeded methods ({seeded}): {over}; the others run once." if seeded else "Every method runs once."
     return [
         f"### {half.capitalize()} half: {len(tasks)} tasks",
         "",
-        f"Summary over the tasks of this half. Seeded methods ({', '.join(m.name for m in methods if m.seeded) or 'none'}):"
-        f" {n_seeds}. *geo-mean MASE*: geometric mean over the tasks the method scored; *MAE / last value*:"
+        f"Summary over the tasks of this half. {runs} *geo-mean MASE*: geometric mean over the tasks the method"
+        " scored; *MAE / last value*:"
         " geometric mean of its MAE over the last value's, per task; *wins*: tasks where its MASE is the"
         " lowest; coverage: share of horizon points inside the interval, the mean over tasks and the lowest"
         " task at 95 %; widths and CRPS in units of the task's naive scale (mean absolute change between"
