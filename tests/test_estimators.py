@@ -591,7 +591,7 @@ def test_validation_data_is_checked(data):
 
 
 def test_shared_parameters_signature_defaults_and_unknown_names():
-    from s5ts.estimators._base import SharedParameters
+    from s5ts.estimators import SharedParameters
 
     shared = SharedParameters(("max_epochs", "batch_size", "verbose"), batch_size=7)
 

@@ -1,0 +1,50 @@
+"""The parameter table (`s5ts/estimators/_parameters.py`): every list of
+parameters derives from it, and every default satisfies its constraints."""
+
+import inspect
+
+import pytest
+from sklearn.utils._param_validation import validate_parameter_constraints
+
+from s5ts import S5Classifier, S5Regressor
+from s5ts.baselines import CRURegressor
+from s5ts.estimators import S5_PARAMETERS, Parameter
+from s5ts.estimators._parameters import INPUT_PARAMETERS, NETWORK_PARAMETERS, RUN_PARAMETERS
+from s5ts.forecasting import Forecaster
+
+
+def test_the_constructors_are_the_table_in_order_with_its_defaults():
+    for cls, own in ((S5Regressor, ["loss"]), (S5Classifier, ["class_weight"])):
+        signature = inspect.signature(cls)
+        assert list(signature.parameters) == own + [p.name for p in S5_PARAMETERS]
+        for p in S5_PARAMETERS:
+            assert signature.parameters[p.name].default == p.default, (cls.__name__, p.name)
+        assert set(cls._parameter_constraints) == set(signature.parameters)
+
+
+@pytest.mark.parametrize("parameter", S5_PARAMETERS, ids=lambda p: p.name)
+def test_every_default_satisfies_its_constraints(parameter):
+    validate_parameter_constraints(
+        {parameter.name: list(parameter.constraints)}, {parameter.name: parameter.default}, caller_name="table"
+    )
+
+
+def test_the_role_lists_derive_from_the_table():
+    assert INPUT_PARAMETERS == ("id_col", "time_col", "layout")
+    assert RUN_PARAMETERS == ("random_state", "verbose", "warm_start", "checkpoint_dir", "checkpoint_every")
+    assert {"n_layers", "encoder", "time_handling", "standardize", "scan"} <= set(NETWORK_PARAMETERS)
+    assert not {"max_epochs", "learning_rate", "chunk_length"} & set(NETWORK_PARAMETERS)
+    assert S5Regressor()._architecture_names == (*NETWORK_PARAMETERS, "loss")
+    with pytest.raises(ValueError, match="unknown roles"):
+        Parameter("x", 1, (), frozenset({"nonsense"}))
+
+
+def test_borrowed_lists_take_the_tables_constraints():
+    for cls in (Forecaster, CRURegressor):
+        shared = [name for name in inspect.signature(cls).parameters if name in {p.name for p in S5_PARAMETERS}]
+        assert shared, cls.__name__
+        table = {p.name: list(p.constraints) for p in S5_PARAMETERS}
+        for name in shared:
+            if cls is CRURegressor and name == "encoder":
+                continue  # CRU's own encoders
+            assert cls._parameter_constraints[name] == table[name], (cls.__name__, name)
