@@ -28,6 +28,7 @@ from ..data import (
 from ..nn import (
     AbstractStatefulSequenceModel,
     SequenceNetwork,
+    block_settings,
     make_blocks,
     make_encoder,
 )
@@ -668,11 +669,7 @@ class S5Estimator(SequenceEstimator):
                 f"encoder='pendulum_cnn' needs 576 features per step (24x24 pixels), got {n_inputs}"
             )
         k_enc, k_proj, k_head, k_blocks = jax.random.split(key, 4)
-        blocks = make_blocks(
-            self.n_layers, self.d_model, self.state_size, self.blocks, self.discretization,
-            self.bidirectional, self.scan, self.dt_min, self.dt_max, self.activation,
-            self.dropout, self.prenorm, self.input_hold, key=k_blocks,
-        )
+        blocks = make_blocks(self.n_layers, key=k_blocks, **block_settings(self))
         return SequenceNetwork(
             make_encoder(self.encoder, n_inputs, key=k_enc),
             blocks,

@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..data import is_parquet_source, time_scale_from, to_panel
 from ..estimators import TRAINING_CONSTRAINTS, SharedParameters
-from ..nn import IdentityEncoder, SequenceNetwork, make_blocks
+from ..nn import IdentityEncoder, SequenceNetwork, block_settings, make_blocks
 from ..training import (
     NetworkSpec,
     Sequences,
@@ -276,12 +276,8 @@ class Forecaster(BaseEstimator):
         """The network for steps of `n_inputs` features and `d` outputs
         (built on a copy, inside one compiled program: `NetworkSpec`)."""
         k_proj, k_head, k_blocks = jax.random.split(key, 3)
-        blocks = make_blocks(
-            self.n_layers, self.d_model, self.state_size, self.blocks, self.discretization,
-            False,  # causal: no reverse pass
-            "auto", self.dt_min, self.dt_max, self.activation, self.dropout, self.prenorm, self.input_hold,
-            key=k_blocks,
-        )
+        # causal: no reverse pass
+        blocks = make_blocks(self.n_layers, key=k_blocks, **block_settings(self, bidirectional=False, scan="auto"))
         network = SequenceNetwork(IdentityEncoder(n_inputs), blocks, eqx.nn.Identity(), pooling="none", key=k_proj)
         return MultiHorizonNetwork(network, self.d_model, d, n_inputs, key=k_head)
 

@@ -2,7 +2,18 @@
 blocks, encoders and the sequence network. Every module sees one sequence;
 batch with `jax.vmap`."""
 
-from ._block import ACTIVATIONS, GELU, GLU, HalfGLU, HalfGLU2, S5Block, make_activation, make_blocks
+from ._block import (
+    ACTIVATIONS,
+    BLOCK_PARAMETERS,
+    GELU,
+    GLU,
+    HalfGLU,
+    HalfGLU2,
+    S5Block,
+    block_settings,
+    make_activation,
+    make_blocks,
+)
 from ._discretisation import (
     DISCRETISATIONS,
     INPUT_HOLDS,
@@ -35,6 +46,8 @@ __all__ = [
     "S5Block",
     "make_activation",
     "make_blocks",
+    "BLOCK_PARAMETERS",
+    "block_settings",
     "DISCRETISATIONS",
     "INPUT_HOLDS",
     "ZOH",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import equinox as eqx
 import jax
 from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
@@ -175,29 +177,19 @@ class S5Block(eqx.Module):
         return state, x_k
 
 
-def make_blocks(
-    n_layers: int,
-    d_model: int,
-    state_size: int,
-    blocks: int = 1,
-    discretization: str = "zoh",
-    bidirectional: bool = False,
-    scan: str = "auto",
-    dt_min: float = 0.001,
-    dt_max: float = 0.1,
-    activation: str = "half_glu",
-    dropout: float = 0.0,
-    prenorm: bool = False,
-    input_hold: str = "gap",
-    *,
-    key: PRNGKeyArray,
-    dtype=None,
-) -> list[S5Block]:
-    """`n_layers` identically configured `S5Block`s with independent keys."""
-    return [
-        S5Block(
-            d_model, state_size, blocks, discretization, bidirectional, scan, dt_min, dt_max,
-            activation, dropout, prenorm, input_hold, key=k, dtype=dtype,
-        )
-        for k in jax.random.split(key, n_layers)
-    ]
+def make_blocks(n_layers: int, *args, key: PRNGKeyArray, **kwargs) -> list[S5Block]:
+    """`n_layers` identically configured blocks, `S5Block(*args, **kwargs)`
+    (its parameters, written once there), with independent keys."""
+    return [S5Block(*args, key=k, **kwargs) for k in jax.random.split(key, n_layers)]
+
+
+#: `S5Block`'s configuration parameters, from its signature.
+BLOCK_PARAMETERS = tuple(
+    name for name in inspect.signature(S5Block.__init__).parameters if name not in ("self", "key", "dtype")
+)
+
+
+def block_settings(source, **overrides) -> dict:
+    """`S5Block`'s configuration read from the attributes of the same names
+    of `source` (an estimator's parameters), `overrides` replacing some."""
+    return {name: overrides[name] if name in overrides else getattr(source, name) for name in BLOCK_PARAMETERS}
