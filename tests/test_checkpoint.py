@@ -218,7 +218,7 @@ def test_a_checkpoint_dir_without_orbax_says_how_to_install_it(tmp_path, monkeyp
     monkeypatch.setitem(sys.modules, "orbax.checkpoint", None)
     X, y, times = _data()
     model = S5Regressor(checkpoint_dir=tmp_path / "run", **PARAMS)
-    with pytest.raises(ImportError, match=r'pip install "s5ts\[scale\]"'):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[scale\]" in the s5ts checkout'):
         model.fit(X, y, times=times)
     assert not hasattr(model, "model_")
     assert not (tmp_path / "run").exists()

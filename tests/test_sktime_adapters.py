@@ -46,7 +46,7 @@ def test_missing_sktime_names_the_extra():
     )
     result = _run_python(code)
     assert result.returncode == 0, result.stderr
-    assert 'pip install "s5ts[sktime]"' in result.stdout
+    assert 'pip install -e ".[sktime]" in the s5ts checkout' in result.stdout
 
 
 @pytest.mark.parametrize(

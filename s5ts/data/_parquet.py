@@ -41,7 +41,7 @@ def _pyarrow_dataset():
         import pyarrow.dataset as ds
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError(
-            'reading Parquet data sets needs pyarrow: pip install "s5ts[scale]"'
+            'reading Parquet data sets needs pyarrow: pip install -e ".[scale]" in the s5ts checkout'
         ) from error
     return ds
 

@@ -457,7 +457,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         A checkpoint of another fit (other data or parameters) raises a
         ValueError saying what differs; so does combining it with a warm
         start of a fitted estimator or `partial_fit`. Needs
-        orbax-checkpoint (`pip install "s5ts[scale]"`).
+        orbax-checkpoint (`pip install -e ".[scale]" in the s5ts checkout`).
         """
         return self._fit(X, y, times, sample_weight=sample_weight, validation_data=validation_data)
 

@@ -258,7 +258,7 @@ class S5Regressor(RegressionTask, RegressorMixin, S5Estimator):
       with the same directory, parameters and data continues from the
       latest checkpoint to the model of an uninterrupted fit; a
       checkpoint of another fit raises a ValueError; see `fit`). Needs
-      orbax-checkpoint: `pip install "s5ts[scale]"`.
+      orbax-checkpoint: `pip install -e ".[scale]" in the s5ts checkout`.
     - Very long series: `chunk_length` (None: whole series; an int ≥ 8,
       with per-step targets of a causal network: each batch is trained
       in consecutive chunks of that many steps, the states carried from

@@ -1,4 +1,4 @@
-"""sktime adapters for s5ts (an optional extra: ``pip install "s5ts[sktime]"``).
+"""sktime adapters for s5ts (an optional extra: ``pip install -e ".[sktime]" in the s5ts checkout``).
 
 - `S5TimeSeriesRegressor`, `S5TimeSeriesClassifier`: sktime `BaseRegressor`
   / `BaseClassifier` wrappers of `s5ts.S5Regressor` / `s5ts.S5Classifier`
@@ -16,7 +16,7 @@ try:
     import sktime as _sktime  # noqa: F401
 except ImportError as error:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
-        's5ts.sktime needs sktime, an optional dependency of s5ts: pip install "s5ts[sktime]"'
+        's5ts.sktime needs sktime, an optional dependency of s5ts: pip install -e ".[sktime]" in the s5ts checkout'
     ) from error
 
 from ._classification import S5TimeSeriesClassifier

@@ -25,7 +25,7 @@ identical generators (the same seed and the same draws), as data-parallel
 training over one global shuffle does.
 
 orbax-checkpoint is not a dependency of s5ts: it is imported when a
-checkpoint directory is used (`pip install "s5ts[scale]"`).
+checkpoint directory is used (`pip install -e ".[scale]" in the s5ts checkout`).
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def _orbax():
         import orbax.checkpoint as ocp
     except ImportError as error:
         raise ImportError(
-            'checkpoint_dir needs orbax-checkpoint, which s5ts does not install by default: pip install "s5ts[scale]"'
+            "checkpoint_dir needs orbax-checkpoint, which s5ts does not install by default: "
+            'pip install -e ".[scale]" in the s5ts checkout'
         ) from error
     return ocp
 
