@@ -48,3 +48,17 @@ def test_borrowed_lists_take_the_tables_constraints():
             if cls is CRURegressor and name == "encoder":
                 continue  # CRU's own encoders
             assert cls._parameter_constraints[name] == table[name], (cls.__name__, name)
+
+
+def test_every_training_setting_is_a_parameter_of_the_table():
+    """`TrainingConfig.from_estimator` reads the estimator's parameters of
+    the same names: a setting the table does not have would silently keep
+    its default."""
+    import dataclasses
+
+    from s5ts.training import TrainingConfig
+
+    table = {p.name for p in S5_PARAMETERS}
+    settings = {f.name for f in dataclasses.fields(TrainingConfig)} - {"backprop"}  # from chunk_length
+    assert settings <= table, sorted(settings - table)
+    assert S5Regressor(chunk_length=64)._config().backprop.chunk_length == 64
