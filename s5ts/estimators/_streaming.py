@@ -206,7 +206,8 @@ def ids_panel(ids, like: RaggedPanel, times=None) -> RaggedPanel:
         times = (np.zeros(0),) * len(ids)
     values = tuple(np.zeros((len(t), 0)) for t in times)
     return dataclasses.replace(
-        like, ids=tuple(ids), values=values, times=tuple(times), columns=(), ids_are_labels=True, row_series=None
+        like, ids=tuple(ids), values=values, times=tuple(times), columns=(), ids_are_labels=True, row_series=None,
+        row_order=None,
     )
 
 
