@@ -64,15 +64,19 @@ def future_x(df, times):
 
 @pytest.fixture
 def captured(monkeypatch):
-    """The examples each fit trains on, recorded by `Forecaster._train`."""
+    """The examples each fit trains on, recorded by `train_network` (both
+    fits call it: in memory and streamed)."""
+    from s5ts.forecasting import _fitting, _forecaster
+
     seen = []
-    original = Forecaster._train
+    original = _fitting.train_network
 
-    def recording(self, layout, train_data, valid_data, seed):
+    def recording(forecaster, layout, train_data, valid_data, seed):
         seen.append((train_data, valid_data))
-        return original(self, layout, train_data, valid_data, seed)
+        return original(forecaster, layout, train_data, valid_data, seed)
 
-    monkeypatch.setattr(Forecaster, "_train", recording)
+    monkeypatch.setattr(_forecaster, "train_network", recording)
+    monkeypatch.setattr(_streaming, "train_network", recording)
     return seen
 
 

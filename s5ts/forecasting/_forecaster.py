@@ -3,7 +3,6 @@ sktime `S5Forecaster` is a thin adapter over it)."""
 
 from __future__ import annotations
 
-import math
 from numbers import Integral, Real
 
 import equinox as eqx
@@ -20,29 +19,22 @@ from ..data import is_parquet_source, time_scale_from, to_panel
 from ..estimators import TRAINING_CONSTRAINTS, SharedParameters
 from ..nn import IdentityEncoder, SequenceNetwork, block_settings, make_blocks
 from ..training import (
-    NetworkSpec,
-    Sequences,
-    TrainingConfig,
     agreed_seed,
-    check_same_data,
-    data_digest,
     enable_compilation_cache,
-    is_distributed,
-    train,
 )
 from ._calendar import ORDERS, choose_cycles
 from ._calibration import held_out_calibration
+from ._fitting import fitted_attributes, horizon_seconds, train_network, window_plan
 from ._network import (
     MultiHorizonNetwork,
     advance,
     forecast,
-    query_nll,
     states_after_each_step,
 )
 from ._series import TOO_SHORT, SeriesState, check_observed, exog_scaling, pooled_scale, where
 from ._steps import SeriesScale, StepLayout, last_values, observation_steps, query_steps
 from ._streaming import parquet_fit
-from ._windows import WindowPlan, as_sequences, copies_for, held_out_start
+from ._windows import as_sequences, held_out_start
 
 #: The `S5Estimator` parameters the forecaster takes, with defaults for one
 #: or a few series (see docs/forecasting.md for how they were chosen).
@@ -187,13 +179,13 @@ class Forecaster(BaseEstimator):
         default_scale = pooled_scale(owns)
         scales = [own.filled(default_scale) for own in owns]
         spans = np.array([t[-1] - t[0] for t in times])
-        lead = self._horizon_seconds(horizon, spans, panel.time_kind, time_scale)
+        lead = horizon_seconds(self.horizon if horizon is None else horizon, spans, panel.time_kind, time_scale)
         layout = StepLayout(
             values[0].shape[1], cycles, 0 if exog is None else exog[0].shape[1], time_scale, float(self.first_gap), memory=lead
         )
         stops = [held_out_start(t, self.validation_fraction) for t in times]
         seed = agreed_seed(check_random_state(self.random_state).randint(2**31 - 1))
-        plan = self._window_plan(lead, stops, seed)
+        plan = window_plan(self, lead, stops, seed)
         train_parts, valid_parts = [], []
         for i, t in enumerate(times):
             windows, held_out = plan.examples(layout, t, values[i], None if exog is None else exog[i], scales[i], stops[i], i)
@@ -203,7 +195,7 @@ class Forecaster(BaseEstimator):
         if not train_parts:
             raise ValueError(TOO_SHORT)
         valid_data = as_sequences(valid_parts) if valid_parts else None
-        model, history = self._train(layout, as_sequences(train_parts), valid_data, seed)
+        model, history = train_network(self, layout, as_sequences(train_parts), valid_data, seed)
         calibration = held_out_calibration(model, valid_data, self.batch_size)
         init = model.network.init_state()
         states = {}
@@ -211,66 +203,7 @@ class Forecaster(BaseEstimator):
             xi = None if exog is None else exog[i]
             u, gaps, _ = observation_steps(layout, times[i], values[i], xi, scales[i])
             states[sid] = SeriesState(times[i], values[i], xi, scales[i], advance(model.network, init, u, gaps))
-        return self._fitted(model, history, layout, lead, calibration, states, meta, default_scale, x_mean, x_std)
-
-    def _window_plan(self, lead: float, stops, seed: int) -> WindowPlan:
-        return WindowPlan(
-            int(self.window_length), int(self.n_queries), lead, copies_for(stops, int(self.window_length), self.batch_size), seed
-        )
-
-    def _train(self, layout: StepLayout, train_data, valid_data, seed: int):
-        """(the trained `MultiHorizonNetwork`, the history) from examples
-        (`Sequences` or `StreamedSequences`). Across processes every one
-        must hold the same examples in memory (checked)."""
-        if is_distributed() and isinstance(train_data, Sequences):
-            check_same_data(data_digest(train_data, valid_data))
-        rng = np.random.default_rng(seed)
-        config = TrainingConfig.from_estimator(self)
-        result = train(
-            config.initial_state(NetworkSpec.of(self, layout.n_inputs, layout.d), jax.random.key(seed)),
-            train_data,
-            valid_data,
-            query_nll,
-            query_nll,  # early stopping on the held-out likelihood: means and intervals
-            config,
-            rng=rng,
-            key=jax.random.key(int(rng.integers(2**31 - 1))),
-            metric_name="nll",
-        )
-        return result.model, list(result.state.history)
-
-    @staticmethod
-    def _fitted(model, history, layout, lead, calibration, states, meta, default_scale, x_mean, x_std) -> dict:
-        return {
-            "network_": model,
-            "history_": history,
-            "time_scale_": layout.time_scale,
-            "horizon_": lead,
-            "cycles_": layout.cycles,
-            "calibration_": calibration,
-            "series_": states,
-            "_layout": layout,
-            "_meta": meta,
-            "_default_scale": default_scale,
-            "_x_mean": x_mean,
-            "_x_std": x_std,
-        }
-
-    def _horizon_seconds(self, horizon, spans, time_kind, time_scale) -> float:
-        value = self.horizon if horizon is None else horizon
-        if value is None:
-            spans = spans[spans > 0]
-            span = float(np.median(spans)) if len(spans) else 0.0
-            return span / 4 if span > 0 else 10.0 * time_scale
-        if isinstance(value, pd.Timedelta) or isinstance(value, np.timedelta64):
-            if time_kind == "numeric":
-                raise ValueError(f"horizon {value!r} is a Timedelta, but y is indexed by numbers: give a number")
-            return pd.Timedelta(value).total_seconds()
-        if time_kind != "numeric":
-            raise ValueError(f"horizon {value!r}: y is indexed by {time_kind}s, so give the horizon as a Timedelta")
-        if not (isinstance(value, Real) and math.isfinite(value) and value > 0):
-            raise ValueError(f"horizon must be positive, got {value!r}")
-        return float(value)
+        return fitted_attributes(model, history, layout, lead, calibration, states, meta, default_scale, x_mean, x_std)
 
     def _build_network(self, n_inputs: int, d: int, key) -> MultiHorizonNetwork:
         """The network for steps of `n_inputs` features and `d` outputs

@@ -38,6 +38,7 @@ from ..estimators import pooled_from_moments, series_moments
 from ..training import FileShares, StreamedSequences, agreed_seed, file_owners, gather_results, own_files
 from ._calendar import choose_cycles
 from ._calibration import held_out_calibration
+from ._fitting import fitted_attributes, horizon_seconds, train_network, window_plan
 from ._network import advance
 from ._series import TOO_SHORT, SeriesState, check_observed, exog_scaling, pooled_scale
 from ._steps import SeriesScale, StepLayout, observation_steps
@@ -228,11 +229,12 @@ def parquet_fit(forecaster, y, X, horizon) -> dict:
     cycles = choose_cycles(None, time_kind[0], forecaster.calendar, extent=extent)
     default_scale = pooled_scale(stats.scales)
     scales = [own.filled(default_scale) for own in stats.scales]
-    lead = forecaster._horizon_seconds(horizon, np.asarray(stats.spans), time_kind[0], time_scale)
+    value = forecaster.horizon if horizon is None else horizon
+    lead = horizon_seconds(value, np.asarray(stats.spans), time_kind[0], time_scale)
     d, e = len(source.y_columns), len(source.x_columns)
     layout = StepLayout(d, cycles, e, time_scale, float(forecaster.first_gap), memory=lead)
     seed = agreed_seed(check_random_state(forecaster.random_state).randint(2**31 - 1))
-    plan = forecaster._window_plan(lead, stats.stops, seed)
+    plan = window_plan(forecaster, lead, stats.stops, seed)
     offsets = stats.offsets
 
     def standardised(one: _Series):
@@ -305,7 +307,7 @@ def parquet_fit(forecaster, y, X, horizon) -> dict:
     if held_out:
         lengths = np.array([held_out[p] for p in sorted(held_out)], np.int64)
         valid_data = StreamedSequences(lengths, held_out_chunks, per_step=True, cap_length=False, shares=valid_shares)
-    model, history = forecaster._train(layout, train_data, valid_data, seed)
+    model, history = train_network(forecaster, layout, train_data, valid_data, seed)
 
     keep = 1.0
     if valid_data is not None:
@@ -328,4 +330,4 @@ def parquet_fit(forecaster, y, X, horizon) -> dict:
 
     ends = gather_results(states_share) if owners is not None else [states_share()]
     states = {sid: end for _, sid, end in sorted((e for part in ends for e in part), key=lambda e: e[0])}
-    return forecaster._fitted(model, history, layout, lead, calibration, states, meta, default_scale, x_mean, x_std)
+    return fitted_attributes(model, history, layout, lead, calibration, states, meta, default_scale, x_mean, x_std)
