@@ -285,6 +285,9 @@ def test_rows_of_a_long_frame_in_any_order_are_sorted_and_repeated_times_raise()
     repeated = pd.DataFrame({"id": [7, 7, 7], "t": [2.0, 1.0, 2.0], "x": [1.0, 2.0, 3.0]})
     with pytest.raises(ValueError, match=r"series 7: rows 0 and 2 of X have the same time 2.0"):
         to_panel(repeated, id_col="id", time_col="t")
+    in_time = pd.DataFrame({"id": [7, 8, 7], "t": [1.0, 0.0, 1.0], "x": [1.0, 2.0, 3.0]})  # the same, rows in order
+    with pytest.raises(ValueError, match=r"series 7: rows 0 and 2 of X have the same time 1.0"):
+        to_panel(in_time, id_col="id", time_col="t")
 
 
 def test_duplicate_times():

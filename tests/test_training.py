@@ -368,3 +368,25 @@ def test_train_rejects_an_unknown_schedule(network):
     with pytest.raises(ValueError, match="schedule must be"):
         train(state, data, None, mse_loss, mse_loss, TrainingConfig(), rng=np.random.default_rng(0),
               key=jax.random.key(0), schedule="linear")
+
+
+def test_batch_lengths_are_the_plan_of_make_batches():
+    """`SequenceData.batch_lengths` (how many steps an epoch takes, and of
+    which lengths, for in-memory and streamed data alike) equals the padded
+    length of every batch `make_batches` plans, in its order."""
+    from s5ts.data import assign_buckets, make_batches, plan_buckets
+
+    rng = np.random.default_rng(0)
+    for trial in range(50):
+        lengths = rng.integers(1, 300, size=int(rng.integers(1, 60)))
+        rows = int(rng.integers(1, 40))
+        data = Sequences(
+            inputs=tuple(np.zeros((n, 1), np.float32) for n in lengths),
+            gaps=tuple(np.ones(n, np.float32) for n in lengths),
+            cap_length=bool(trial % 2),
+        )
+        buckets = plan_buckets(data.lengths, cap=data.cap_length)
+        padded = assign_buckets(data.lengths, buckets)
+        plan = make_batches(data.lengths, rows, shuffle=False, buckets=buckets)
+        assert data.batch_lengths(rows).tolist() == [int(padded[b[0]]) for b in plan]
+        assert data.steps_per_epoch(rows) == len(plan)

@@ -348,7 +348,7 @@ def _seconds_to_index(sec, kind, tz, name="time") -> pd.Index:
 _SORT_FRAME = "sort the series by time first (e.g. .sort_index())"
 
 
-def _check_times(sid, sec, exact, sort_hint=_SORT_FRAME):
+def _check_times(sid, sec, exact):
     """Finite, strictly increasing; messages name the series and position
     (and, for unsorted times, how to sort this kind of input)."""
     bad = ~np.isfinite(sec)
@@ -369,7 +369,7 @@ def _check_times(sid, sec, exact, sort_hint=_SORT_FRAME):
         k = int(np.flatnonzero(~order)[0]) + 1
         raise ValueError(
             f"{_series(sid)}: times are not sorted (position {k} comes before position {k - 1}); "
-            f"{sort_hint}"
+            f"{_SORT_FRAME}"
         )
     if not (np.diff(sec) > 0).all():
         k = int(np.flatnonzero(np.diff(sec) <= 0)[0]) + 1
@@ -582,11 +582,12 @@ def _from_grouped(id_values, time_values, features: pd.DataFrame, *, id_name, ti
             sec = exact = np.arange(rows.shape[0], dtype=np.float64)
         else:
             sec, exact = sec_all[rows], exact_all[rows]
-            if np.isfinite(sec).all() and not (exact[1:] >= exact[:-1]).all():
-                in_time = np.argsort(exact, kind="stable")
-                rows, sec, exact = rows[in_time], sec[in_time], exact[in_time]
+            if np.isfinite(sec).all():
+                if not (exact[1:] >= exact[:-1]).all():
+                    in_time = np.argsort(exact, kind="stable")
+                    rows, sec, exact = rows[in_time], sec[in_time], exact[in_time]
                 same = np.flatnonzero(exact[1:] == exact[:-1])
-                if same.size:
+                if same.size:  # named by the input's rows, wherever they stand
                     k = int(same[0]) + 1
                     raise ValueError(
                         f"{_series(sid)}: rows {int(rows[k - 1])} and {int(rows[k])} of X have the same time "

@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..data import LAYOUTS
 from ..nn import ACTIVATIONS, DISCRETISATIONS, ENCODERS, INPUT_HOLDS, POOLS, SCAN_METHODS
+from ..training import MIN_CHUNK_LENGTH
 from ._time_handling import TIME_HANDLINGS
 
 #: The roles a parameter may have.
@@ -104,7 +105,7 @@ S5_PARAMETERS = (
     _p("warm_start", False, "boolean", roles=("run",)),
     _p("checkpoint_dir", None, str, os.PathLike, None, roles=("run",)),
     _p("checkpoint_every", 1, _at_least(Integral, 1), roles=("run",)),
-    _p("chunk_length", None, _at_least(Integral, 8), None, roles=("s5",)),
+    _p("chunk_length", None, _at_least(Integral, MIN_CHUNK_LENGTH), None, roles=("s5",)),
     _p("id_col", None, Hashable, None, roles=("input",)),
     _p("time_col", None, Hashable, None, roles=("input",)),
     _p("layout", "nld", StrOptions(set(LAYOUTS)), roles=("input",)),

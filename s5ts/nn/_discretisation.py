@@ -83,6 +83,9 @@ def _zoh_coefficients_jvp(primals, tangents):
 class Discretisation(eqx.Module):
     """How the continuous system becomes a discrete step."""
 
+    #: Its name at the user's surface (`discretization=`).
+    name: ClassVar[str]
+
     @abc.abstractmethod
     def __call__(
         self, lam: Complex[Array, " P"], step: Float[Array, "*L P"]
@@ -95,6 +98,8 @@ class ZOH(Discretisation):
     $w = (e^{\Lambda\Delta} - 1)/\Lambda$ (exact for inputs held constant
     over the step)."""
 
+    name: ClassVar[str] = "zoh"
+
     def __call__(self, lam, step):
         return zoh_coefficients(lam, step)
 
@@ -103,19 +108,23 @@ class Bilinear(Discretisation):
     r"""Bilinear (Tustin): $\bar\Lambda = (1 - \Delta\Lambda/2)^{-1}(1 + \Delta\Lambda/2)$,
     $w = (1 - \Delta\Lambda/2)^{-1}\Delta$."""
 
+    name: ClassVar[str] = "bilinear"
+
     def __call__(self, lam, step):
         half = scale_complex(0.5 * lam, step)
         inverse = 1.0 / (1.0 - half)
         return inverse * (1.0 + half), scale_complex(inverse, step)
 
 
-DISCRETISATIONS = {"zoh": ZOH, "bilinear": Bilinear}
+DISCRETISATIONS = {kind.name: kind for kind in (ZOH, Bilinear)}
 
 
 class InputHold(eqx.Module):
     """How an observation's input enters the state (`S5SSM`'s `input_hold`):
     its weight from the weight of the step's own gap and that of a unit gap."""
 
+    #: Its name at the user's surface (`input_hold=`).
+    name: ClassVar[str]
     #: Whether it reads the unit gap's weight (`unit_weight`).
     uses_unit: ClassVar[bool] = True
 
@@ -133,6 +142,7 @@ class GapHold(InputHold):
     """`"gap"` (the S5 paper): the input is held over the whole gap before
     it, so its weight grows with the gap."""
 
+    name: ClassVar[str] = "gap"
     uses_unit: ClassVar[bool] = False
 
     def weight(self, weight, unit):
@@ -143,6 +153,8 @@ class UnitHold(InputHold):
     """`"unit"`: every observation weighs as after a unit gap (one median
     gap), while the state still decays over the real gap."""
 
+    name: ClassVar[str] = "unit"
+
     def weight(self, weight, unit):
         return jnp.broadcast_to(unit, weight.shape)
 
@@ -150,11 +162,13 @@ class UnitHold(InputHold):
 class MixedHold(InputHold):
     """`"mixed"`: every second state (p odd) `"unit"`, the others `"gap"`."""
 
+    name: ClassVar[str] = "mixed"
+
     def weight(self, weight, unit):
         return jnp.where(jnp.arange(weight.shape[-1]) % 2 == 1, unit, weight)
 
 
-INPUT_HOLDS = {"gap": GapHold, "unit": UnitHold, "mixed": MixedHold}
+INPUT_HOLDS = {kind.name: kind for kind in (GapHold, UnitHold, MixedHold)}
 
 
 def step_coefficients(

@@ -22,8 +22,6 @@ import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
 
 from ._discretisation import (
-    DISCRETISATIONS,
-    INPUT_HOLDS,
     Discretisation,
     InputHold,
     make_discretisation,
@@ -194,12 +192,12 @@ class S5SSM(eqx.Module):
     @property
     def discretization(self) -> str:
         """The discretisation's name (`"zoh"`, `"bilinear"`)."""
-        return next(name for name, kind in DISCRETISATIONS.items() if isinstance(self.rule, kind))
+        return self.rule.name
 
     @property
     def input_hold(self) -> str:
         """The input hold's name (`"gap"`, `"unit"`, `"mixed"`)."""
-        return next(name for name, kind in INPUT_HOLDS.items() if isinstance(self.hold, kind))
+        return self.hold.name
 
     @property
     def lam(self) -> Complex[Array, " P"]:

@@ -8,7 +8,7 @@ Used by the estimators, the sktime forecaster and the CRU baseline through
 these names; nothing here imports scikit-learn or sktime.
 """
 
-from ._backprop import AbstractBackprop, TruncatedBackprop, WholeSequences, backprop_for
+from ._backprop import MIN_CHUNK_LENGTH, AbstractBackprop, TruncatedBackprop, WholeSequences, backprop_for
 from ._cache import (
     compilation_cache_dir,
     enable_compilation_cache,
@@ -67,6 +67,7 @@ from ._thinning import keep_observations, thin_observations
 
 __all__ = [
     "AbstractBackprop",
+    "MIN_CHUNK_LENGTH",
     "TruncatedBackprop",
     "WholeSequences",
     "backprop_for",

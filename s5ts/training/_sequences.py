@@ -56,9 +56,12 @@ class SequenceData(abc.ABC):
         `rows` rows placed on the devices (`placement_for(rows)`; with
         `place=False` as numpy, this process's rows of each batch)."""
 
-    @abc.abstractmethod
     def batch_lengths(self, rows: int) -> np.ndarray:
-        """The padded length of every batch of an epoch (in plan order)."""
+        """The padded length of every batch of an epoch, in plan order: per
+        length bucket, shortest first, ⌈series / rows⌉ batches
+        (`make_batches`' plan)."""
+        buckets, counts = np.unique(self._padded(), return_counts=True)
+        return np.repeat(buckets, [math.ceil(c / rows) for c in counts]).astype(np.int64)
 
     def steps_per_epoch(self, rows: int) -> int:
         """The number of batches an epoch takes."""
@@ -101,11 +104,6 @@ class Sequences(SequenceData):
 
     def __len__(self) -> int:
         return len(self.inputs)
-
-    def batch_lengths(self, rows: int) -> np.ndarray:
-        padded = self._padded()
-        plan = make_batches(self.lengths, rows, shuffle=False, buckets=plan_buckets(self.lengths, cap=self.cap_length))
-        return np.array([padded[indices[0]] for indices in plan], np.int64)
 
     def iterate_batches(
         self,

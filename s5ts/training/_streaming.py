@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 from collections.abc import Callable, Iterator
 
 import jax
@@ -66,12 +65,10 @@ class StreamedSequences(SequenceData):
         return int(len(self.lengths))
 
     def batch_lengths(self, rows: int) -> np.ndarray:
-        """⌈series / rows⌉ batches per bucket, as in memory (across
-        processes: `shard_plan`'s steps)."""
+        """As in memory; across processes, `shard_plan`'s steps."""
         if self.shares is not None:
             return np.array([step.length for step in self._plan(rows, None)[1]], np.int64)
-        buckets, counts = np.unique(self._padded(), return_counts=True)
-        return np.repeat(buckets, [math.ceil(c / rows) for c in counts]).astype(np.int64)
+        return super().batch_lengths(rows)
 
     def _plan(self, rows: int, order):
         """(the placement, `shard_plan`'s steps) of batches of `rows` rows
