@@ -9,6 +9,8 @@ from ._batching import bucket_length as bucket_length
 from ._batching import make_batches as make_batches
 from ._batching import pad_batch as pad_batch
 from ._batching import plan_buckets as plan_buckets
+from ._chunk_ledger import ChunkLedger as ChunkLedger
+from ._chunk_ledger import merge_in_file_order as merge_in_file_order
 from ._median_gap import MedianGap as MedianGap
 from ._panel import LAYOUTS as LAYOUTS
 from ._panel import RaggedPanel as RaggedPanel
@@ -21,7 +23,6 @@ from ._panel import to_panel as to_panel
 from ._parquet import ParquetSeries as ParquetSeries
 from ._parquet import SeriesChunk as SeriesChunk
 from ._parquet import is_parquet_source as is_parquet_source
-from ._parquet import merge_in_file_order as merge_in_file_order
 from ._parquet import open_parquet as open_parquet
 from ._targets import Targets as Targets
 from ._targets import order_by_ids as order_by_ids
@@ -33,6 +34,7 @@ __all__ = [
     "RaggedPanel",
     "Targets",
     "MERGE_BUDGET",
+    "ChunkLedger",
     "MedianGap",
     "ParquetSeries",
     "SeriesChunk",

@@ -275,31 +275,6 @@ class ParquetSeries:
         return ids, np.asarray(lengths, np.int64), np.asarray(where, np.int64)
 
 
-def merge_in_file_order(parts: list, out, per_series: tuple, per_chunk: tuple) -> list:
-    """Statistics gathered by several readers of a data set's files (one
-    process each), as one reader of every file in file order would have
-    gathered them: each of `parts` has `keys`, one `(fragment, first
-    series, series)` per chunk it read, lists `per_series` (one entry per
-    series, chunk after chunk) and `per_chunk` (one entry per chunk, or
-    empty); `out`'s lists of those names are extended chunk by chunk in
-    file order, and its `keys` and `offsets` (fragment → position of its
-    first series) set. Returns, per chunk in that order, (its part, its
-    index there)."""
-    starts = [np.cumsum([0, *(k[2] for k in part.keys)]) for part in parts]
-    chunks = sorted((key, p, c) for p, part in enumerate(parts) for c, key in enumerate(part.keys))
-    for key, p, c in chunks:
-        part = parts[p]
-        if key[1] == 0:
-            out.offsets[key[0]] = len(getattr(out, per_series[0]))
-        out.keys.append(key)
-        for name in per_series:
-            getattr(out, name).extend(getattr(part, name)[starts[p][c] : starts[p][c + 1]])
-        for name in per_chunk:
-            if getattr(part, name):
-                getattr(out, name).append(getattr(part, name)[c])
-    return [(p, c) for _, p, c in chunks]
-
-
 _ALIGNED = "the two data sets must hold the same series in the same files and order, with the same times"
 
 
