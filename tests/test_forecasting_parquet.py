@@ -10,8 +10,8 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from s5ts.forecasting import Forecaster, _streaming  # noqa: E402
-from s5ts.training import StreamedSequences  # noqa: E402
+from s5ts.forecasting import Forecaster, _fitting  # noqa: E402
+from s5ts.training import Sequences, StreamedSequences  # noqa: E402
 
 SMALL = dict(n_layers=1, d_model=8, state_size=4, window_length=32, batch_size=4, random_state=0)
 
@@ -64,19 +64,16 @@ def future_x(df, times):
 
 @pytest.fixture
 def captured(monkeypatch):
-    """The examples each fit trains on, recorded by `train_network` (both
-    fits call it: in memory and streamed)."""
-    from s5ts.forecasting import _fitting, _forecaster
-
+    """The examples each fit trains on, recorded where the one fit (any
+    source) hands them to `train`."""
     seen = []
-    original = _fitting.train_network
+    original = _fitting.train
 
-    def recording(forecaster, layout, train_data, valid_data, seed):
+    def recording(initial, train_data, valid_data, *args, **kwargs):
         seen.append((train_data, valid_data))
-        return original(forecaster, layout, train_data, valid_data, seed)
+        return original(initial, train_data, valid_data, *args, **kwargs)
 
-    monkeypatch.setattr(_forecaster, "train_network", recording)
-    monkeypatch.setattr(_streaming, "train_network", recording)
+    monkeypatch.setattr(_fitting, "train", recording)
     return seen
 
 
@@ -114,6 +111,7 @@ def test_a_parquet_fit_equals_the_same_data_in_memory(tmp_path, captured, missin
 
     (train_m, valid_m), (train_s, valid_s) = captured
     assert isinstance(train_s, StreamedSequences) and isinstance(valid_s, StreamedSequences)
+    assert isinstance(train_m, Sequences) and isinstance(valid_m, Sequences)  # in memory: batched as ever
     for in_memory, from_files in [(train_m, train_s), (valid_m, valid_s)]:
         a, b = _windows(in_memory), _windows(from_files)
         assert len(a) == len(b) > 0
@@ -210,7 +208,7 @@ def test_the_calibration_sample_is_bounded(tmp_path, monkeypatch):
     path = write(df, tmp_path / "data")
     params = dict(SMALL, max_epochs=2, id_col="id", time_col="time")
     everything = Forecaster(**params).fit(path, X=["temp"])
-    monkeypatch.setattr(_streaming, "CALIBRATION_QUERIES", 400)
+    monkeypatch.setattr(_fitting.ParquetSource, "calibration_queries", 400)
     sampled = Forecaster(**params).fit(path, X=["temp"])
     assert len(sampled.calibration_.factors) <= len(everything.calibration_.factors)
     np.testing.assert_allclose(sampled.calibration_(np.array([0.5])), everything.calibration_(np.array([0.5])), rtol=0.5)
@@ -221,17 +219,48 @@ def test_statistics_of_shares_merged_equal_one_pass(tmp_path):
     pass over every file (across processes: `tests/test_distributed.py`)."""
     df = panel(n=7, missing=True)
     forecaster = Forecaster(id_col="id", time_col="time", **SMALL)
-    source = _streaming.open_source(forecaster, write(df, tmp_path, files=4, row_group_size=23), ["temp"])
-    whole = _streaming._share_statistics(source, 0.2)
+    source = _fitting.ParquetSource.open(forecaster, write(df, tmp_path, files=4, row_group_size=23), ["temp"])
+    whole = _fitting.share_statistics(source, 0.2)
     owners = np.array([1, 0, 0, 1])
-    shares = [_streaming._share_statistics(source, 0.2, np.flatnonzero(owners == p)) for p in (1, 0)]
-    merged = _streaming._Statistics.merged(shares)
-    for name in ("ids", "stops", "spans", "keys", "offsets", "time_kind", "first", "last", "any_gap"):
+    shares = [_fitting.share_statistics(source, 0.2, np.flatnonzero(owners == p)) for p in (1, 0)]
+    merged = _fitting._Statistics.merged(shares)
+    for name in ("ids", "keys", "offsets"):
+        assert getattr(merged.ledger, name) == getattr(whole.ledger, name), name
+    np.testing.assert_array_equal(merged.ledger.parts, whole.ledger.parts)
+    for name in ("stops", "spans", "time_kind", "first", "last", "any_gap"):
         assert getattr(merged, name) == getattr(whole, name), name
-    for name in ("x_counts", "x_means", "x_stds"):
-        for a, b in zip(getattr(merged, name), getattr(whole, name), strict=True):
-            np.testing.assert_array_equal(a, b, err_msg=name)
+    for a, b in zip(merged.x_moments, whole.x_moments, strict=True):
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
     for a, b in zip(merged.scales, whole.scales, strict=True):
         np.testing.assert_array_equal(a.spread, b.spread)
         np.testing.assert_array_equal(a.center, b.center)
     assert merged.gaps.median() == whole.gaps.median()
+
+
+def test_frames_in_memory_are_the_one_chunk_case_of_a_source(tmp_path):
+    """The frames' source reads the series of the Parquet data set, in one
+    chunk: the same records and statistics, up to the rounding of pooled
+    exogenous moments."""
+    df = panel(n=5, missing=True)
+    y, X = frames(df)
+    memory = _fitting.FramesSource.of(y, X)
+    files = _fitting.ParquetSource.open(Forecaster(id_col="id", time_col="time"), write(df, tmp_path), ["temp"])
+    assert len(list(memory.chunks())) == 1 and memory.owners is None
+    read = [one for series, _ in files.chunks() for one in series]
+    assert [(one.position, one.id) for one in memory.series] == [(one.position, one.id) for one in read]
+    for a, b in zip(memory.series, read, strict=True):
+        for name in ("times", "y", "x"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert list(memory.y_columns) == list(files.y_columns) and list(memory.x_columns) == list(files.x_columns)
+    assert memory.index_names == files.index_names == ["id", "time"]
+    mine, theirs = _fitting.share_statistics(memory, 0.2), _fitting.share_statistics(files, 0.2)
+    assert mine.ledger.ids == theirs.ledger.ids and mine.ledger.keys == [(0, 0, 5)]
+    for name in ("stops", "spans", "time_kind", "first", "last", "any_gap"):
+        assert getattr(mine, name) == getattr(theirs, name), name
+    assert mine.gaps.median() == theirs.gaps.median()
+    (count, mean, std), pooled = mine.x_moments[0], [np.concatenate(a) for a in zip(*theirs.x_moments)]
+    np.testing.assert_array_equal(count, pooled[0].sum(axis=0, keepdims=True))
+    stacked = X.to_numpy()
+    np.testing.assert_array_equal(mean[0], np.nanmean(stacked, axis=0))  # as the in-memory fit always had it
+    np.testing.assert_array_equal(std[0], np.nanstd(stacked, axis=0))

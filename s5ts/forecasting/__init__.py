@@ -4,9 +4,9 @@ step inputs, calendar features and multi-horizon network."""
 
 from ._calendar import Cycle, calendar_features, choose_cycles
 from ._calibration import CALIBRATED_COVERAGES, LeadCalibration, calibration_factor, lead_calibration
-from ._forecaster import PARAMETERS, Forecaster, split_series
+from ._forecaster import PARAMETERS, Forecaster
 from ._network import MultiHorizonNetwork, advance, forecast, query_nll, states_after_each_step
-from ._series import SeriesState
+from ._series import SeriesState, split_series
 from ._steps import (
     PRIOR_CHANGES,
     SeriesScale,

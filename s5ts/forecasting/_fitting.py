@@ -1,22 +1,364 @@
-"""What the forecaster's fits in memory and from Parquet compute alike
-from its parameters: the horizon in seconds, the plan of training windows,
-the training of the network, and the fitted attributes. Each takes the
-forecaster's settings as arguments (the two fits call no method of the
-forecaster's)."""
+"""`Forecaster.fit`, one fit from any `Source` of complete series in chunks:
+pandas frames in memory (`FramesSource`, one chunk of every series) or a
+long-format Parquet data set streamed (`ParquetSource`; `open_parquet` for
+the layout and order it needs). The source is read in passes:
+
+1. **statistics**, in file order: every series' time span and held-out
+   start (`held_out_start`) and own `SeriesScale`, the moments of the
+   exogenous columns, the median gap (`MedianGap`: the time scale and the
+   calendar's resolution) and the first and last time (`_Statistics`);
+2. **training data**: each series' windows (`WindowPlan.examples`, drawn
+   per series, so every source gives the same), made training data by the
+   source: `Sequences` in memory; from files, `StreamedSequences` that
+   keep the windows' lengths and read them again every epoch;
+3. **after training**: the held-out windows' errors calibrate the
+   intervals (`held_out_calibration`; from files a uniform sample of at
+   most `CALIBRATION_QUERIES`), and each series' state after its last
+   observation is kept, with its history in memory, with its `StepCarry`
+   alone from files (`SeriesState.at_end`). Memory from files: one record
+   batch and its chunk with their windows, the padded batches' buffers,
+   and per series O(d + state) numbers. Across `jax.distributed`
+   processes each reads its own files (`Source.per_process`).
+"""
 
 from __future__ import annotations
 
+import abc
+import dataclasses
 import math
+from collections.abc import Callable, Iterator
 from numbers import Real
+from typing import ClassVar
 
 import jax
 import numpy as np
 import pandas as pd
+from sklearn.utils import check_random_state
 
-from ..training import NetworkSpec, Sequences, TrainingConfig, check_same_data, data_digest, is_distributed, train
-from ._network import query_nll
-from ._steps import StepLayout
-from ._windows import WindowPlan, copies_for
+from ..data import ChunkLedger, MedianGap, ParquetSeries, SeriesChunk, open_parquet
+from ..estimators import pooled_from_moments, series_moments
+from ..training import (
+    FileShares,
+    NetworkSpec,
+    SequenceData,
+    StreamedSequences,
+    TrainingConfig,
+    agreed_seed,
+    check_same_data,
+    data_digest,
+    file_owners,
+    gather_results,
+    is_distributed,
+    own_files,
+    train,
+)
+from ._calendar import choose_cycles
+from ._calibration import held_out_calibration
+from ._network import advance, query_nll
+from ._series import SeriesState, as_frame, frames_panel, split_series, where, x_rows
+from ._steps import SeriesScale, StepLayout, observation_steps
+from ._windows import VALIDATION_QUERIES, WindowPlan, as_sequences, copies_for, held_out_start
+
+#: The most held-out queries kept to calibrate the intervals of a streamed
+#: fit (a uniform sample beyond it): 2²¹ errors, variances and leads, 48 MiB.
+CALIBRATION_QUERIES = 1 << 21
+
+#: The error of a fit without a single training example.
+TOO_SHORT = "y is too short to train on: no series has an observation after another within the horizon"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Series:
+    """One series read from a source."""
+
+    position: int
+    id: object
+    times: np.ndarray  # (L,) float64
+    y: np.ndarray  # (L, d)
+    x: np.ndarray | None  # (L, e), raw
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Source(abc.ABC):
+    """The series a fit reads, chunk by chunk (`chunks`), with the columns
+    forecast (`y_columns`), the exogenous ones (`x_columns`, None if none)
+    and the names of the index of forecasts (`index_names`). `owners`:
+    across `jax.distributed` processes, the process that reads each file
+    (`file_owners`); None: this process reads every series.
+    `calibration_queries`: the most held-out queries the calibration keeps."""
+
+    y_columns: pd.Index
+    x_columns: pd.Index | None
+    index_names: list
+    owners: np.ndarray | None
+    calibration_queries: ClassVar[float]
+
+    @abc.abstractmethod
+    def chunks(self, ledger: ChunkLedger | None = None, order=None) -> Iterator[tuple[list[_Series], SeriesChunk]]:
+        """(the series, the `SeriesChunk` read) chunk by chunk; positions
+        from `ledger` (None: counted in reading order); `order`: the files
+        to read, as in `ParquetSeries.read`."""
+
+    @abc.abstractmethod
+    def training_data(self, examples: Callable, ledger: ChunkLedger) -> tuple[SequenceData, SequenceData | None]:
+        """(training windows, held-out windows or None) from `examples(order,
+        training)`, which yields per chunk read in `order` (None: file
+        order) each series' `(series, training windows, held-out window or
+        None)` (no training windows when `training` is False)."""
+
+    @abc.abstractmethod
+    def kept(self, layout: StepLayout, one: _Series, x, scale: SeriesScale, state) -> SeriesState:
+        """What the forecaster keeps of series `one` (`x` standardised)
+        with the network `state` after its last observation."""
+
+    def per_process(self, share: Callable) -> list:
+        """`[share(files)]` of this process's files (None: every file), and
+        across processes (`owners`) every process's, in process order."""
+        if self.owners is None:
+            return [share(None)]
+        return gather_results(lambda: share(own_files(self.owners)))
+
+    def check_unique(self, ledger: ChunkLedger) -> None:
+        """Across processes, the ids each process checked in its own files
+        alone, checked together."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FramesSource(Source):
+    """`y` (and `X`) as pandas frames in memory: one chunk of every series."""
+
+    series: list
+    chunk: SeriesChunk
+    calibration_queries: ClassVar[float] = math.inf  # every held-out query, as all is in memory
+
+    @classmethod
+    def of(cls, y, X, x_columns: pd.Index | None = None) -> FramesSource:
+        """`y` a Series or DataFrame indexed by time, or by (series…, time);
+        `X` (or None) of the same layout at every time of `y`, its
+        `x_columns` read (default: all)."""
+        series = split_series(as_frame(y, "y"))
+        panel = frames_panel(series, "y")
+        if X is not None and x_columns is None:
+            x_columns = as_frame(X, "X").columns
+        x_by_id = {} if X is None else dict(split_series(as_frame(X, "X")))
+        x = [None if X is None else x_rows(sid, x_by_id, frame.index, x_columns) for sid, frame in series]
+        times, values = ([np.asarray(a, np.float64) for a in arrays] for arrays in (panel.times, panel.values))
+        records = [_Series(i, sid, times[i], values[i], x[i]) for i, (sid, _) in enumerate(series)]
+        return cls(as_frame(y, "y").columns, x_columns, list(y.index.names), None, records, SeriesChunk(panel, {}, 0, 0))
+
+    def chunks(self, ledger=None, order=None):
+        yield self.series, self.chunk
+
+    def training_data(self, examples, ledger):
+        """The one chunk's windows as `Sequences`."""
+        (chunk,) = examples()
+        train_windows = [window for _, windows, _ in chunk for window in windows]
+        held_out = [tail for _, _, tail in chunk if tail is not None]
+        if not train_windows:
+            raise ValueError(TOO_SHORT)
+        train_data, valid_data = as_sequences(train_windows), as_sequences(held_out) if held_out else None
+        if is_distributed():  # every process holds the same windows (checked) and reads its rows of each batch
+            check_same_data(data_digest(train_data, valid_data))
+        return train_data, valid_data
+
+    def kept(self, layout, one, x, scale, state):
+        return SeriesState(one.times, one.y, x, scale, state)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ParquetSource(Source):
+    """A long-format Parquet data set, streamed chunk by chunk."""
+
+    parquet: ParquetSeries
+    calibration_queries: ClassVar[float] = CALIBRATION_QUERIES
+
+    @classmethod
+    def open(cls, forecaster, y, X) -> ParquetSource:
+        """The data set `y` read with the forecaster's `id_col` and
+        `time_col`; `X` the names of its exogenous columns (or None)."""
+        if forecaster.id_col is None or forecaster.time_col is None:
+            raise ValueError(
+                "a Forecaster reads a Parquet data set with id_col and time_col: set both, e.g. "
+                "Forecaster(id_col='id', time_col='time')"
+            )
+        if X is not None and not (isinstance(X, (list, tuple)) and all(isinstance(c, str) for c in X)):
+            raise TypeError(
+                "with a Parquet y, X names the exogenous columns of the same data set (a list of column "
+                f"names), got {type(X).__name__}"
+            )
+        parquet = open_parquet(y, id_col=forecaster.id_col, time_col=forecaster.time_col)
+        x_columns = tuple(X or ())
+        for column in x_columns:
+            if column not in parquet.features:
+                raise ValueError(f"X column {column!r} is not a column of {parquet.where} (columns: {list(parquet.features)})")
+        y_columns = tuple(c for c in parquet.features if c not in x_columns)
+        if not y_columns:
+            raise ValueError(f"{parquet.where} has no column to forecast besides the exogenous {list(x_columns)}")
+        names = [forecaster.id_col, forecaster.time_col]
+        return cls(pd.Index(y_columns), pd.Index(x_columns) if x_columns else None, names, file_owners(parquet), parquet)
+
+    def chunks(self, ledger=None, order=None):
+        y_at = [self.parquet.features.index(c) for c in self.y_columns]
+        x_at = [self.parquet.features.index(c) for c in self.x_columns] if self.x_columns is not None else []
+        counted = 0
+        for chunk in self.parquet.read(order=order):
+            panel = chunk.panel
+            positions = counted + np.arange(panel.n_series) if ledger is None else ledger.positions(chunk)
+            counted += panel.n_series
+            yield [
+                _Series(int(positions[i]), panel.ids[i], np.asarray(panel.times[i], np.float64),
+                        np.asarray(panel.values[i][:, y_at], np.float64),
+                        np.asarray(panel.values[i][:, x_at], np.float64) if x_at else None)
+                for i in range(panel.n_series)
+            ], chunk
+
+    def training_data(self, examples, ledger):
+        """`StreamedSequences` of the windows' lengths (a plan pass, across
+        processes each over its own files, gathered), which read the
+        windows again chunk by chunk."""
+        owners = self.owners
+
+        def plan_share(files):
+            """(position, its training windows' lengths, its held-out window's or None) per series."""
+            return [
+                (one.position, [len(w[1]) for w in windows], None if tail is None else len(tail[1]))
+                for chunk in examples(files)
+                for one, windows, tail in chunk
+            ]
+
+        plan = sorted((item for share in self.per_process(plan_share) for item in share), key=lambda item: item[0])
+        train_counts = np.array([len(lengths) for _, lengths, _ in plan], np.int64)
+        train_lengths = np.array([length for _, lengths, _ in plan for length in lengths], np.int64)
+        if not len(train_lengths):
+            raise ValueError(TOO_SHORT)
+        held_out = [(position, tail) for position, _, tail in plan if tail is not None]
+        first_window = np.concatenate([[0], np.cumsum(train_counts)[:-1]])
+        tails = np.full(len(plan), -1, np.int64)
+        tails[[position for position, _ in held_out]] = np.arange(len(held_out))
+
+        def training_chunks(rng):
+            order = own_files(owners, None if rng is None else rng.permutation(len(self.parquet.fragments)))
+            for chunk in examples(order):
+                for one, w, _ in chunk:
+                    if len(w) != train_counts[one.position]:  # the draws are seeded per series: never
+                        raise RuntimeError(f"series {one.id!r}: {len(w)} windows, planned {train_counts[one.position]}")
+                positions = [first_window[one.position] + np.arange(len(w)) for one, w, _ in chunk]
+                windows = [window for _, w, _ in chunk for window in w]
+                if windows:
+                    yield np.concatenate(positions), as_sequences(windows)
+
+        def held_out_chunks(rng):
+            for chunk in examples(own_files(owners), training=False):
+                kept = [(tails[one.position], tail) for one, _, tail in chunk if tail is not None]
+                if kept:
+                    yield np.array([p for p, _ in kept], np.int64), as_sequences([t for _, t in kept])
+
+        # Across processes: each window read with its series' file.
+        parts = ledger.parts
+        train_shares = None if owners is None else FileShares(np.repeat(parts, train_counts), owners)
+        valid_shares = None if owners is None else FileShares(parts[[p for p, _ in held_out]], owners)
+        settings = dict(per_step=True, cap_length=False)
+        train_data = StreamedSequences(train_lengths, training_chunks, **settings, shares=train_shares)
+        if not held_out:
+            return train_data, None
+        lengths = np.array([length for _, length in held_out], np.int64)
+        return train_data, StreamedSequences(lengths, held_out_chunks, **settings, shares=valid_shares)
+
+    def kept(self, layout, one, x, scale, state):
+        return SeriesState.at_end(layout, one.times, one.y, x, scale, state)
+
+    def check_unique(self, ledger):
+        self.parquet.check_unique(ledger.ids, ledger.parts)
+
+
+@dataclasses.dataclass
+class _Statistics:
+    """What the statistics pass gathers (see the module docstring): per
+    series `stops`, `spans` and `scales`; per chunk `x_moments`, the
+    exogenous columns' (counts, means, standard deviations), each (1, e)."""
+
+    ledger: ChunkLedger = dataclasses.field(default_factory=ChunkLedger)
+    stops: list = dataclasses.field(default_factory=list)
+    spans: list = dataclasses.field(default_factory=list)
+    scales: list = dataclasses.field(default_factory=list)
+    x_moments: list = dataclasses.field(default_factory=list)
+    gaps: MedianGap = dataclasses.field(default_factory=MedianGap)
+    first: float = np.inf
+    last: float = -np.inf
+    time_kind: tuple | None = None
+    any_gap: bool = False
+
+    @classmethod
+    def merged(cls, parts: list[_Statistics]) -> _Statistics:
+        """The statistics of every process's share of the files (`parts`), as
+        one pass over all of them in file order gathers them."""
+        ledger = ChunkLedger.merged([part.ledger for part in parts])
+        series = (ledger.per_series([getattr(part, name) for part in parts]) for name in ("stops", "spans", "scales"))
+        out = cls(ledger, *series, ledger.per_chunk([part.x_moments for part in parts]))
+        out.first, out.last = min(part.first for part in parts), max(part.last for part in parts)
+        out.any_gap = any(part.any_gap for part in parts)
+        owned = sorted((part for part in parts if part.ledger.keys), key=lambda part: part.ledger.keys[0])
+        for part in owned:
+            _same_kind(part.time_kind, owned[0].time_kind, part.ledger.ids[0])
+            out.gaps.merge(part.gaps)
+        out.time_kind = owned[0].time_kind if owned else None
+        return out
+
+
+def _same_kind(kind: tuple, earlier: tuple, sid) -> None:
+    if kind != earlier:
+        raise TypeError(
+            f"series {sid!r} has {kind[0]} times (tz {kind[1]}), but earlier series have "
+            f"{earlier[0]} times (tz {earlier[1]})"
+        )
+
+
+def statistics_pass(source: Source, validation_fraction: float) -> _Statistics:
+    """The statistics of every series (file order); across processes each
+    process reads its own files and the shares are merged."""
+    parts = source.per_process(lambda files: share_statistics(source, validation_fraction, files))
+    if len(parts) == 1:
+        return parts[0]
+    stats = _Statistics.merged(parts)
+    source.check_unique(stats.ledger)
+    return stats
+
+
+def share_statistics(source: Source, validation_fraction: float, files=None) -> _Statistics:
+    """The statistics of the `files` of `source` (default: all, in file order)."""
+    stats = _Statistics()
+    for series, chunk in source.chunks(order=files):
+        panel = chunk.panel
+        stats.ledger.add(chunk)
+        stats.time_kind = stats.time_kind or (panel.time_kind, panel.tz)
+        _same_kind((panel.time_kind, panel.tz), stats.time_kind, series[0].id)
+        for one in series:
+            empty = np.isnan(one.y).all(axis=0)
+            if empty.any():
+                column = source.y_columns[np.flatnonzero(empty)[0]]
+                raise ValueError(f"{where(one.id)}column {column!r} of y has no observed value")
+            stats.stops.append(held_out_start(one.times, validation_fraction))
+            stats.spans.append(one.times[-1] - one.times[0])
+            stats.scales.append(SeriesScale.of(one.y, SeriesScale.unknown(one.y.shape[1])))
+            if len(one.times) > 1:
+                stats.gaps.add(np.diff(one.times))
+                stats.any_gap = True
+            stats.first, stats.last = min(stats.first, one.times[0]), max(stats.last, one.times[-1])
+        if source.x_columns is not None:
+            stacked = np.concatenate([one.x for one in series])
+            stats.x_moments.append((np.sum(~np.isnan(stacked), axis=0)[None], *series_moments([stacked])))
+    return stats
+
+
+def pooled_scale(owns: list[SeriesScale]) -> SeriesScale:
+    """The scale of series without their own (`SeriesScale.unknown` where a
+    column has fewer than two observations, or is constant): each field's
+    median over the series that have it, else (1, 0, 1)."""
+    d = len(owns[0].spread)
+    with np.errstate(all="ignore"):
+        pooled = [np.nanmedian(np.stack([getattr(c, f) for c in owns]), axis=0) for f in ("spread", "center", "width")]
+    fallback = (np.ones(d), np.zeros(d), np.ones(d))
+    return SeriesScale(*(np.where(np.isfinite(p), p, f) for p, f in zip(pooled, fallback)))
 
 
 def horizon_seconds(value, spans, time_kind: str, time_scale: float) -> float:
@@ -40,50 +382,71 @@ def horizon_seconds(value, spans, time_kind: str, time_scale: float) -> float:
     return float(value)
 
 
-def window_plan(forecaster, lead: float, stops, seed: int) -> WindowPlan:
-    """The training windows of `forecaster`'s `window_length`, `n_queries`
-    and `batch_size` for leads up to `lead`, each series' windows ending
-    before its held-out start (`stops`)."""
+def fit_forecaster(forecaster, source: Source, horizon) -> dict:
+    """The fitted attributes of `forecaster` from `source` (see the module
+    docstring), assigned together at the end of `fit`; `horizon` overrides
+    the forecaster's."""
+    stats = statistics_pass(source, forecaster.validation_fraction)
+    time_kind = stats.time_kind
+    x_mean = x_std = None
+    if source.x_columns is not None:  # the pooled moments (of one chunk as they are: pooling would round them)
+        counts, means, stds = (np.concatenate(a) for a in zip(*stats.x_moments))
+        x_mean, x_std = (means[0], stds[0]) if len(counts) == 1 else pooled_from_moments(counts, means, stds)
+        x_std = np.where(x_std > 0, x_std, 1.0)  # a constant or never observed feature keeps unit 1
+    time_scale = float(stats.gaps.median())  # 1.0 without a gap
+    extent = (stats.last - stats.first, time_scale if stats.any_gap else np.inf)
+    cycles = choose_cycles(None, time_kind[0], forecaster.calendar, extent=extent)
+    default_scale = pooled_scale(stats.scales)
+    scales = [own.filled(default_scale) for own in stats.scales]
+    value = forecaster.horizon if horizon is None else horizon
+    lead = horizon_seconds(value, np.asarray(stats.spans), time_kind[0], time_scale)
+    d, e = len(source.y_columns), 0 if x_mean is None else len(x_mean)
+    layout = StepLayout(d, cycles, e, time_scale, float(forecaster.first_gap), memory=lead)
+    seed = agreed_seed(check_random_state(forecaster.random_state).randint(2**31 - 1))
     length = int(forecaster.window_length)
-    return WindowPlan(length, int(forecaster.n_queries), lead, copies_for(stops, length, forecaster.batch_size), seed)
+    copies = copies_for(stats.stops, length, forecaster.batch_size)
+    plan = WindowPlan(length, int(forecaster.n_queries), lead, copies, seed)
 
+    def standardised(one: _Series):
+        return None if one.x is None else np.nan_to_num((one.x - x_mean) / x_std, nan=0.0)
 
-def train_network(forecaster, layout: StepLayout, train_data, valid_data, seed: int):
-    """(the trained `MultiHorizonNetwork`, the history) from examples
-    (`Sequences` or `StreamedSequences`), with `forecaster`'s training
-    settings and network (`NetworkSpec`). Across processes every one must
-    hold the same examples in memory (checked)."""
-    if is_distributed() and isinstance(train_data, Sequences):
-        check_same_data(data_digest(train_data, valid_data))
-    rng = np.random.default_rng(seed)
-    config = TrainingConfig.from_estimator(forecaster)
-    result = train(
-        config.initial_state(NetworkSpec.of(forecaster, layout.n_inputs, layout.d), jax.random.key(seed)),
-        train_data,
-        valid_data,
-        query_nll,
-        query_nll,  # early stopping on the held-out likelihood: means and intervals
-        config,
-        rng=rng,
-        key=jax.random.key(int(rng.integers(2**31 - 1))),
-        metric_name="nll",
+    def examples(order=None, training=True):
+        for series, _ in source.chunks(stats.ledger, order):
+            yield [
+                (one, *plan.examples(layout, one.times, one.y, standardised(one), scales[one.position],
+                                     stats.stops[one.position], one.position, training=training))
+                for one in series
+            ]
+
+    train_data, valid_data = source.training_data(examples, stats.ledger)
+    rng, config = np.random.default_rng(seed), TrainingConfig.from_estimator(forecaster)
+    initial = config.initial_state(NetworkSpec.of(forecaster, layout.n_inputs, layout.d), jax.random.key(seed))
+    key = jax.random.key(int(rng.integers(2**31 - 1)))
+    # early stopping on the held-out likelihood: means and intervals
+    result = train(initial, train_data, valid_data, query_nll, query_nll, config, rng=rng, key=key, metric_name="nll")
+    model, history = result.model, list(result.state.history)
+    keep = 1.0
+    if valid_data is not None:
+        queries = int(valid_data.lengths.sum()) * max(plan.n_queries, VALIDATION_QUERIES) * d
+        keep = min(1.0, source.calibration_queries / queries)
+    calibration = held_out_calibration(model, valid_data, forecaster.batch_size, keep, np.random.default_rng(seed))
+
+    network = model.network
+    init = network.init_state()
+
+    def states_share(files):
+        states = []
+        for series, _ in source.chunks(stats.ledger, files):
+            for one in series:
+                x, scale = standardised(one), scales[one.position]
+                u, gaps, _ = observation_steps(layout, one.times, one.y, x, scale)
+                states.append((one.position, one.id, source.kept(layout, one, x, scale, advance(network, init, u, gaps))))
+        return states
+
+    ends = sorted((end for part in source.per_process(states_share) for end in part), key=lambda end: end[0])
+    meta = dict(time_kind=time_kind, index_names=source.index_names, y_columns=source.y_columns, x_columns=source.x_columns)
+    return dict(
+        network_=model, history_=history, time_scale_=layout.time_scale, horizon_=lead, cycles_=layout.cycles,
+        calibration_=calibration, series_={sid: end for _, sid, end in ends}, _layout=layout, _meta=meta,
+        _default_scale=default_scale, _x_mean=x_mean, _x_std=x_std,
     )
-    return result.model, list(result.state.history)
-
-
-def fitted_attributes(model, history, layout, lead, calibration, states, meta, default_scale, x_mean, x_std) -> dict:
-    """The forecaster's fitted attributes, assigned together at the end of `fit`."""
-    return {
-        "network_": model,
-        "history_": history,
-        "time_scale_": layout.time_scale,
-        "horizon_": lead,
-        "cycles_": layout.cycles,
-        "calibration_": calibration,
-        "series_": states,
-        "_layout": layout,
-        "_meta": meta,
-        "_default_scale": default_scale,
-        "_x_mean": x_mean,
-        "_x_std": x_std,
-    }

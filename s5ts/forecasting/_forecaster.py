@@ -11,30 +11,18 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import is_parquet_source, time_scale_from, to_panel
+from ..data import is_parquet_source, to_panel
 from ..estimators import TRAINING_CONSTRAINTS, SharedParameters
 from ..nn import IdentityEncoder, SequenceNetwork, block_settings, make_blocks
-from ..training import (
-    agreed_seed,
-    enable_compilation_cache,
-)
-from ._calendar import ORDERS, choose_cycles
-from ._calibration import held_out_calibration
-from ._fitting import fitted_attributes, horizon_seconds, train_network, window_plan
-from ._network import (
-    MultiHorizonNetwork,
-    advance,
-    forecast,
-    states_after_each_step,
-)
-from ._series import TOO_SHORT, SeriesState, check_observed, exog_scaling, pooled_scale, where
-from ._steps import SeriesScale, StepLayout, last_values, observation_steps, query_steps
-from ._streaming import parquet_fit
-from ._windows import as_sequences, held_out_start
+from ..training import enable_compilation_cache
+from ._calendar import ORDERS
+from ._fitting import FramesSource, ParquetSource, fit_forecaster
+from ._network import MultiHorizonNetwork, advance, forecast, states_after_each_step
+from ._series import SeriesState, as_frame, pick_x_columns, split_series, timestamps, where
+from ._steps import SeriesScale, last_values, observation_steps, query_steps
 
 #: The `S5Estimator` parameters the forecaster takes, with defaults for one
 #: or a few series (see docs/forecasting.md for how they were chosen).
@@ -89,7 +77,7 @@ class Forecaster(BaseEstimator):
     or a `pyarrow.dataset.Dataset`, one row per observation, read with
     `id_col` and `time_col`, in the order `s5ts.data.open_parquet` needs)
     and `X` a list of its columns that are exogenous features (the other
-    columns are forecast). The data are streamed (`_streaming`): memory is
+    columns are forecast). The data are streamed (`_fitting`): memory is
     set by a batch, and `series_` keeps each series' state after its last
     observation, not its history, so forecasts and `update` go forward from
     there (docs/scaling.md).
@@ -143,67 +131,12 @@ class Forecaster(BaseEstimator):
             if unknown:
                 raise ValueError(f"calendar: unknown cycles {unknown}; choose from {sorted(ORDERS)}")
         enable_compilation_cache()
-        if is_parquet_source(y):
-            fitted = parquet_fit(self, y, X, horizon)
-        else:
-            fitted = self._frames_fit(y, X, horizon)
+        source = ParquetSource.open(self, y, X) if is_parquet_source(y) else FramesSource.of(y, X)
+        fitted = fit_forecaster(self, source, horizon)
         # Everything is computed: only now is the fitted state replaced.
         for name, value in fitted.items():
             setattr(self, name, value)
         return self
-
-    def _frames_fit(self, y, X, horizon) -> dict:
-        """The fitted attributes from `y` and `X` in memory."""
-        series = split_series(_as_frame(y, "y"))
-        panel = _to_panel(series, "y")
-        meta = {
-            "time_kind": (panel.time_kind, panel.tz),
-            "index_names": list(y.index.names),
-            "y_columns": _as_frame(y, "y").columns,
-            "x_columns": None if X is None else _as_frame(X, "X").columns,
-        }
-        times = [np.asarray(t, np.float64) for t in panel.times]
-        values = [np.asarray(v, np.float64) for v in panel.values]
-        for (sid, frame), v in zip(series, values):
-            check_observed(sid, v, frame.columns)
-        exog = x_mean = x_std = None
-        if X is not None:
-            x_by_id = dict(split_series(_as_frame(X, "X")))
-            raw = [_x_rows(sid, x_by_id, frame.index, meta["x_columns"]) for sid, frame in series]
-            stacked = np.concatenate(raw)
-            x_mean, x_std = exog_scaling(np.nanmean(stacked, axis=0), np.nanstd(stacked, axis=0))
-            exog = [np.nan_to_num((r - x_mean) / x_std, nan=0.0) for r in raw]
-        time_scale = float(time_scale_from(panel))
-        cycles = choose_cycles(times, panel.time_kind, self.calendar)
-        owns = [SeriesScale.of(v, SeriesScale.unknown(v.shape[1])) for v in values]
-        default_scale = pooled_scale(owns)
-        scales = [own.filled(default_scale) for own in owns]
-        spans = np.array([t[-1] - t[0] for t in times])
-        lead = horizon_seconds(self.horizon if horizon is None else horizon, spans, panel.time_kind, time_scale)
-        layout = StepLayout(
-            values[0].shape[1], cycles, 0 if exog is None else exog[0].shape[1], time_scale, float(self.first_gap), memory=lead
-        )
-        stops = [held_out_start(t, self.validation_fraction) for t in times]
-        seed = agreed_seed(check_random_state(self.random_state).randint(2**31 - 1))
-        plan = window_plan(self, lead, stops, seed)
-        train_parts, valid_parts = [], []
-        for i, t in enumerate(times):
-            windows, held_out = plan.examples(layout, t, values[i], None if exog is None else exog[i], scales[i], stops[i], i)
-            train_parts += windows
-            if held_out is not None:
-                valid_parts.append(held_out)
-        if not train_parts:
-            raise ValueError(TOO_SHORT)
-        valid_data = as_sequences(valid_parts) if valid_parts else None
-        model, history = train_network(self, layout, as_sequences(train_parts), valid_data, seed)
-        calibration = held_out_calibration(model, valid_data, self.batch_size)
-        init = model.network.init_state()
-        states = {}
-        for i, (sid, _) in enumerate(series):
-            xi = None if exog is None else exog[i]
-            u, gaps, _ = observation_steps(layout, times[i], values[i], xi, scales[i])
-            states[sid] = SeriesState(times[i], values[i], xi, scales[i], advance(model.network, init, u, gaps))
-        return fitted_attributes(model, history, layout, lead, calibration, states, meta, default_scale, x_mean, x_std)
 
     def _build_network(self, n_inputs: int, d: int, key) -> MultiHorizonNetwork:
         """The network for steps of `n_inputs` features and `d` outputs
@@ -233,11 +166,11 @@ class Forecaster(BaseEstimator):
         check_is_fitted(self, "network_")
         if at_first not in ("raise", "nan"):
             raise ValueError(f"at_first must be 'raise' or 'nan', got {at_first!r}")
-        when = _timestamps(pd.Index(times))
+        when = timestamps(pd.Index(times))
         seconds = self._seconds(when)
         x_by_id = {}
         if X is not None and self._meta["x_columns"] is not None:
-            x_by_id = {sid: f.set_axis(_timestamps(f.index)) for sid, f in split_series(_as_frame(X, "X"))}
+            x_by_id = {sid: f.set_axis(timestamps(f.index)) for sid, f in split_series(as_frame(X, "X"))}
         means, variances = [], []
         for sid, record in self.series_.items():
             mean, var = self._series_forecast(sid, record, when, seconds, x_by_id.get(sid), X is not None, at_first)
@@ -304,7 +237,7 @@ class Forecaster(BaseEstimator):
         x = np.full((len(when), len(self._meta["x_columns"])), np.nan)
         known = np.zeros(len(when), dtype=bool)
         if x_frame is not None:
-            x_frame = _x_columns(x_frame, self._meta["x_columns"])
+            x_frame = pick_x_columns(x_frame, self._meta["x_columns"])
             present = when.isin(x_frame.index)
             if present.any():
                 rows = x_frame.loc[when[present]].to_numpy(dtype=np.float64, na_value=np.nan)
@@ -370,24 +303,20 @@ class Forecaster(BaseEstimator):
         to the model start from the zero state. The weights stay as fitted
         (`fit` again to retrain)."""
         check_is_fitted(self, "network_")
-        series = split_series(_as_frame(y, "y"))
-        panel = _to_panel(series, "y")
+        columns = self._meta["x_columns"]
+        if columns is not None and X is None:
+            raise ValueError("the forecaster was fitted with exogenous X, so update needs X too")
+        source = FramesSource.of(y, None if columns is None else X, columns)
+        panel = source.chunk.panel
         if (panel.time_kind, panel.tz) != self._meta["time_kind"]:
             kind, tz = self._meta["time_kind"]
             raise TypeError(
                 f"y has {panel.time_kind} times (tz {panel.tz}), but the forecaster was fitted on {kind} times (tz {tz})"
             )
-        if self._meta["x_columns"] is not None and X is None:
-            raise ValueError("the forecaster was fitted with exogenous X, so update needs X too")
-        x_by_id = None if X is None or self._meta["x_columns"] is None else dict(split_series(_as_frame(X, "X")))
         records = dict(self.series_)
-        for i, (sid, frame) in enumerate(series):
-            t, v = np.asarray(panel.times[i], np.float64), np.asarray(panel.values[i], np.float64)
-            x = None
-            if x_by_id is not None:
-                raw = _x_rows(sid, x_by_id, frame.index, self._meta["x_columns"])
-                x = np.nan_to_num((raw - self._x_mean) / self._x_std, nan=0.0)
-            records[sid] = self._updated(sid, records.get(sid), t, v, x)
+        for one in source.series:
+            x = None if one.x is None else np.nan_to_num((one.x - self._x_mean) / self._x_std, nan=0.0)
+            records[one.id] = self._updated(one.id, records.get(one.id), one.times, one.y, x)
         self.series_ = records
         return self
 
@@ -432,69 +361,6 @@ class Forecaster(BaseEstimator):
             n = len(record.times)
             state = advance(network, record.state, u[n:], gaps[n:])
         return SeriesState(times[order], y, xs, record.scale, state)
-
-
-# ----------------------------------------------------------------------
-# helpers
-
-
-def split_series(frame: pd.DataFrame) -> list:
-    """`[(id, frame indexed by time)]`: one entry (id None) for a single
-    series; for a MultiIndex, one per instance (id = the outer level's value,
-    or a tuple of the outer levels' values), in order of first appearance."""
-    if frame.index.nlevels == 1:
-        return [(None, frame)]
-    outer = list(range(frame.index.nlevels - 1))
-    by = outer[0] if len(outer) == 1 else outer
-    return [(sid, group.droplevel(outer)) for sid, group in frame.groupby(level=by, sort=False)]
-
-
-def _as_frame(data, name) -> pd.DataFrame:
-    if isinstance(data, pd.Series):
-        return data.to_frame(name=data.name if data.name is not None else 0)
-    if isinstance(data, pd.DataFrame):
-        return data
-    raise TypeError(f"{name} must be a pandas Series or DataFrame indexed by time, got {type(data).__name__}")
-
-
-def _timestamps(index: pd.Index) -> pd.Index:
-    """Periods become their start times; other indexes are kept."""
-    return index.to_timestamp() if isinstance(index, pd.PeriodIndex) else index
-
-
-def _to_panel(series, name):
-    frames = [frame.set_axis(_timestamps(frame.index)) for _, frame in series]
-    ids = pd.Index([sid for sid, _ in series], tupleize_cols=False, dtype=object)
-    try:
-        return to_panel(pd.Series(frames, index=ids, dtype=object))
-    except (ValueError, TypeError) as error:
-        raise type(error)(f"{name}: {error}") from error
-
-
-def _x_columns(x_frame, columns):
-    missing = [c for c in columns if c not in x_frame.columns]
-    if missing:
-        raise ValueError(f"X lacks the columns {missing} seen in fit")
-    return x_frame[list(columns)]
-
-
-def _x_rows(sid, by_id, index, columns) -> np.ndarray:
-    if sid not in by_id:
-        raise ValueError(f"{where(sid)}X has no rows for this series")
-    x_frame = _x_columns(by_id[sid], columns)
-    index = _timestamps(index)
-    x_frame = x_frame.set_axis(_timestamps(x_frame.index))
-    missing = ~index.isin(x_frame.index)
-    if missing.any():
-        raise ValueError(
-            f"{where(sid)}X has no row at time {index[np.flatnonzero(missing)[0]]}; the forecaster "
-            "was fitted with exogenous X, so X must cover every time it is asked about"
-        )
-    rows = x_frame.loc[index]
-    for column, dtype in rows.dtypes.items():
-        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
-            raise TypeError(f"{where(sid)}column {column!r} of X has non-numeric dtype {dtype}")
-    return rows.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def _index_value(seconds, time_kind):

@@ -1,12 +1,14 @@
-"""One series as the forecaster knows it (`SeriesState`), and what the
-fits in memory and from Parquet check and pool over their series alike."""
+"""The forecaster's series: read from pandas frames (`split_series`, the
+exogenous rows of each: `x_rows`) and kept as it knows them (`SeriesState`)."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import numpy as np
+import pandas as pd
 
+from ..data import to_panel
 from ._steps import SeriesScale, StepCarry, StepLayout, step_carry
 
 
@@ -41,30 +43,65 @@ def where(sid) -> str:
     return "" if sid is None else f"series {sid!r}: "
 
 
-#: The error of a fit without a single training example.
-TOO_SHORT = "y is too short to train on: no series has an observation after another within the horizon"
+def split_series(frame: pd.DataFrame) -> list:
+    """`[(id, frame indexed by time)]`: one entry (id None) for a single
+    series; for a MultiIndex, one per instance (id = the outer level's value,
+    or a tuple of the outer levels' values), in order of first appearance."""
+    if frame.index.nlevels == 1:
+        return [(None, frame)]
+    outer = list(range(frame.index.nlevels - 1))
+    by = outer[0] if len(outer) == 1 else outer
+    return [(sid, group.droplevel(outer)) for sid, group in frame.groupby(level=by, sort=False)]
 
 
-def check_observed(sid, values: np.ndarray, columns) -> None:
-    """A `ValueError` naming the series and the column of `values` (L, d)
-    that has no observed value."""
-    empty = np.isnan(values).all(axis=0)
-    if empty.any():
-        raise ValueError(f"{where(sid)}column {columns[np.flatnonzero(empty)[0]]!r} of y has no observed value")
+def as_frame(data, name) -> pd.DataFrame:
+    """`data` (`y` or `X`, called `name`) as a DataFrame."""
+    if isinstance(data, pd.Series):
+        return data.to_frame(name=data.name if data.name is not None else 0)
+    if isinstance(data, pd.DataFrame):
+        return data
+    raise TypeError(f"{name} must be a pandas Series or DataFrame indexed by time, got {type(data).__name__}")
 
 
-def exog_scaling(mean: np.ndarray, std: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The centre and unit of exogenous features (e,) from their pooled mean
-    and standard deviation: a constant or never observed feature keeps unit 1."""
-    return mean, np.where(std > 0, std, 1.0)
+def timestamps(index: pd.Index) -> pd.Index:
+    """Periods become their start times; other indexes are kept."""
+    return index.to_timestamp() if isinstance(index, pd.PeriodIndex) else index
 
 
-def pooled_scale(owns: list[SeriesScale]) -> SeriesScale:
-    """The scale of series without their own (`SeriesScale.unknown` where a
-    column has fewer than two observations, or is constant): each field's
-    median over the series that have it, else (1, 0, 1)."""
-    d = len(owns[0].spread)
-    with np.errstate(all="ignore"):
-        pooled = [np.nanmedian(np.stack([getattr(c, f) for c in owns]), axis=0) for f in ("spread", "center", "width")]
-    fallback = (np.ones(d), np.zeros(d), np.ones(d))
-    return SeriesScale(*(np.where(np.isfinite(p), p, f) for p, f in zip(pooled, fallback)))
+def frames_panel(series, name):
+    """The `RaggedPanel` of `split_series`' frames, its errors naming `name`."""
+    frames = [frame.set_axis(timestamps(frame.index)) for _, frame in series]
+    ids = pd.Index([sid for sid, _ in series], tupleize_cols=False, dtype=object)
+    try:
+        return to_panel(pd.Series(frames, index=ids, dtype=object))
+    except (ValueError, TypeError) as error:
+        raise type(error)(f"{name}: {error}") from error
+
+
+def pick_x_columns(x_frame, columns):
+    """The exogenous `columns` seen in fit, of `x_frame`."""
+    missing = [c for c in columns if c not in x_frame.columns]
+    if missing:
+        raise ValueError(f"X lacks the columns {missing} seen in fit")
+    return x_frame[list(columns)]
+
+
+def x_rows(sid, by_id, index, columns) -> np.ndarray:
+    """The exogenous `columns` of series `sid` (its frame in `by_id`) at
+    the times `index`, raw (float64)."""
+    if sid not in by_id:
+        raise ValueError(f"{where(sid)}X has no rows for this series")
+    x_frame = pick_x_columns(by_id[sid], columns)
+    index = timestamps(index)
+    x_frame = x_frame.set_axis(timestamps(x_frame.index))
+    missing = ~index.isin(x_frame.index)
+    if missing.any():
+        raise ValueError(
+            f"{where(sid)}X has no row at time {index[np.flatnonzero(missing)[0]]}; the forecaster "
+            "was fitted with exogenous X, so X must cover every time it is asked about"
+        )
+    rows = x_frame.loc[index]
+    for column, dtype in rows.dtypes.items():
+        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
+            raise TypeError(f"{where(sid)}column {column!r} of X has non-numeric dtype {dtype}")
+    return rows.to_numpy(dtype=np.float64, na_value=np.nan)
