@@ -85,7 +85,7 @@ def test_statistics_pass_equals_in_memory(tmp_path, standardize):
     df = long_frame(missing=True)
     path = write(df, tmp_path, files=3, row_group_size=11)
     estimator = S5Regressor(standardize=standardize, **SMALL)
-    prep, per_step, scaling, data, _ = _streaming.training_data(estimator, path, "y", fitted=False)
+    prep, per_step, scaling, data, _ = _streaming.training_data(estimator, estimator._task(), path, "y", fitted=False)
     panel = to_panel(df.drop(columns="y"), id_col="id", time_col="time")
     want = learn_preprocessing(panel, standardize, "gaps", 1.0)
     assert (prep.columns, prep.scaling, prep.missing_indicator) == (want.columns, want.scaling, want.missing_indicator)
@@ -158,7 +158,9 @@ def test_streamed_fit_and_predict_equal_in_memory(tmp_path):
     bare = write(df.drop(columns="y"), tmp_path / "bare")
     y = per_series_y(df)
     for given in (pd.Series(y, index=df["id"].unique()), pa.table({"id": df["id"].unique(), "t": y})):
-        _, _, scaling, data, _ = _streaming.training_data(streamed, bare, given, fitted=True)
+        _, _, scaling, data, _ = _streaming.training_data(
+            streamed, streamed._task(), bare, given, state=streamed._target_state, fitted=True
+        )
         positions, chunk = next(data.chunks(None))
         np.testing.assert_allclose(chunk.targets[:, 0] * scaling.std[0] + scaling.mean[0], y[positions], rtol=1e-6, atol=1e-6)
 
@@ -293,8 +295,8 @@ def test_streamed_per_step_fit_predict_score_equal_in_memory(tmp_path):
     streamed = S5Regressor(max_epochs=3, **SMALL).fit(path, "y")
     memory = S5Regressor(max_epochs=3, **SMALL).fit(X, y)
     assert streamed.per_step_ and memory.per_step_
-    np.testing.assert_allclose(streamed._target_scaling.mean, memory._target_scaling.mean, rtol=1e-12)
-    np.testing.assert_allclose(streamed._target_scaling.std, memory._target_scaling.std, rtol=1e-12)
+    np.testing.assert_allclose(streamed._target_state.mean, memory._target_state.mean, rtol=1e-12)
+    np.testing.assert_allclose(streamed._target_state.std, memory._target_state.std, rtol=1e-12)
     assert [r["train_loss"] for r in streamed.history_] == pytest.approx(
         [r["train_loss"] for r in memory.history_], rel=1e-4
     )
@@ -321,13 +323,13 @@ def test_streamed_sample_weight_and_score_equal_in_memory(tmp_path):
     assert streamed.feature_names_in_.tolist() == ["a", "b"]  # w is not a feature
     np.testing.assert_allclose(streamed.preprocessing_.feature_mean, memory.preprocessing_.feature_mean, rtol=1e-12)
     np.testing.assert_allclose(streamed.preprocessing_.feature_std, memory.preprocessing_.feature_std, rtol=1e-12)
-    np.testing.assert_allclose(streamed._target_scaling.mean, memory._target_scaling.mean, rtol=1e-12)
+    np.testing.assert_allclose(streamed._target_state.mean, memory._target_state.mean, rtol=1e-12)
     assert [r["train_loss"] for r in streamed.history_] == pytest.approx(
         [r["train_loss"] for r in memory.history_], rel=1e-4
     )
     # a Series keyed by id, in another order: the same weights in the batches
     for given in ("w", w.iloc[::-1]):
-        _, _, _, data, _ = _streaming.training_data(streamed, path, "y", fitted=False, sample_weight=given)
+        _, _, _, data, _ = _streaming.training_data(streamed, streamed._task(), path, "y", fitted=False, sample_weight=given)
         positions, chunk = next(data.chunks(None))
         np.testing.assert_array_equal(chunk.weights, w.to_numpy()[positions].astype(np.float32))
     # score: a column or a Series keyed by id, weighted or not, as in memory

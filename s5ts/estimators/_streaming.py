@@ -52,6 +52,7 @@ from ..training import (
 )
 from ._preprocessing import finish_preprocessing
 from ._scaling import series_moments, series_statistics
+from ._task import AbstractTask, check_sample_weight
 
 
 @dataclasses.dataclass(frozen=True)
@@ -375,7 +376,7 @@ def _weights_by_id(sample_weight, ids: RaggedPanel, from_column: list):
     )
 
 
-def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=None):
+def training_data(estimator, task: AbstractTask, X, y, *, state=None, fitted: bool, classes=None, sample_weight=None):
     """(prep, per_step, target state, `StreamedSequences`, n_inputs) for a
     fit on the Parquet data set `X` with targets `y` and `sample_weight`.
 
@@ -385,32 +386,33 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
     y is a target data set laid out as X (`TargetRows`): one per
     observation; or y is given apart from X, one target per series
     (`_targets_by_id`). `sample_weight`: see `_weights_by_id`, checked by
-    the estimator's `_check_sample_weight`."""
+    `check_sample_weight`. The targets are the `task`'s; a `fitted` model's
+    target state is `state`."""
     source, targets, weight_column = open_source(estimator, X, y, sample_weight=sample_weight)
     stepped = targets is not None and targets.per_step_only
-    if stepped and not estimator._per_step_targets:
+    if stepped and not task.takes_per_step:
         raise ValueError(
             f"{type(estimator).__name__} takes one label per series: with a Parquet X, y names a column "
             "of X or is given by id; a target data set or an (id, time)-indexed y holds one per observation"
         )
-    may_step = targets is not None and (estimator.per_step_ if fitted else estimator._per_step_targets)
+    may_step = targets is not None and (estimator.per_step_ if fitted else task.takes_per_step)
     owners = file_owners(source)
     stats = statistics_pass(source, targets, weight_column, per_step=may_step or stepped, owners=owners)
     ids = ids_panel(stats.ids, stats.first)
     if targets is not None:
         targets.check_ids(ids)
-    sample_weight = estimator._check_sample_weight(_weights_by_id(sample_weight, ids, stats.weights), ids)
+    sample_weight = check_sample_weight(_weights_by_id(sample_weight, ids, stats.weights), ids)
     per_step = stepped or (may_step and (fitted or stats.varying is not None))
     if stats.varying is not None and not per_step:
         raise stats.varying
     if per_step:
         targets_by_series = None
         if fitted:
-            target_state = estimator._target_state()
+            target_state = state
         else:
             counts = np.concatenate(stats.lengths)[:, None].astype(np.float64)
             means, stds = np.concatenate(stats.target_means), np.concatenate(stats.target_stds)
-            target_state = estimator._target_state_from_moments(
+            target_state = task.state_from_moments(
                 counts, means, stds, sample_weight, is_1d=targets.is_1d, columns=targets.names
             )
     else:
@@ -420,10 +422,10 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
             y_all = np.concatenate(stats.targets)
         else:
             y_all = pd.DataFrame(np.concatenate(stats.targets), index=pd.Index(ids.ids), columns=list(targets.columns))
-        targets_by_series, _, target_state = estimator._encode_targets(
-            y_all, ids, state=estimator._target_state() if fitted else None, classes=classes, weights=sample_weight
+        targets_by_series, _, target_state = task.encode(
+            y_all, ids, state, classes=classes, weights=sample_weight
         )
-    weights = estimator._weights(sample_weight, ids, targets_by_series, target_state)
+    weights = task.weights(sample_weight, targets_by_series, target_state)
     lengths = np.concatenate(stats.lengths)
     if fitted:
         prep = estimator.preprocessing_
@@ -452,7 +454,7 @@ def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=
             panel = prep.check(chunk.panel)
             positions = offsets[chunk.fragment] + chunk.first + np.arange(panel.n_series)
             if per_step:
-                chunk_targets, _, _ = estimator._encode_targets(targets.per_step(rows, panel), panel, state=target_state)
+                chunk_targets, _, _ = task.encode(targets.per_step(rows, panel), panel, target_state)
             else:
                 chunk_targets = targets_by_series[positions]
             data = prep.transform(panel, chunk_targets, per_step, None if weights is None else weights[positions])
