@@ -17,7 +17,6 @@ from sklearn.exceptions import DataConversionWarning  # noqa: E402
 from test_parquet import SMALL, long_frame, write  # noqa: E402
 
 from s5ts import S5Classifier, S5Regressor  # noqa: E402
-from s5ts.estimators import _streaming  # noqa: E402
 
 
 def _assert_same_fit(streamed, memory):
@@ -103,9 +102,7 @@ def test_per_step_targets_apart_from_x_equal_in_memory(tmp_path, form, columns):
     for y_given in given:
         assert streamed.score(path, y_given) == pytest.approx(streamed.score(X, y), rel=1e-12)
     # each epoch's shuffled files: the same series' targets beside X's
-    _, _, scaling, data, _ = _streaming.training_data(
-        streamed, streamed._task(), path, given[-1], state=streamed._target_state, fitted=True
-    )
+    _, _, scaling, data, _ = streamed._training_data(path, given[-1], None, None, fitted=True)
     steps = [v.reshape(len(v), -1) for v in (y.loc[sid].to_numpy() for sid in df["id"].unique())]
     for positions, chunk in data.chunks(np.random.default_rng(1)):
         for position, targets in zip(positions, chunk.targets):

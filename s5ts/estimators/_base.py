@@ -62,8 +62,9 @@ from ._parameters import (
     S5_CONSTRAINTS,
     TRAINING_CONSTRAINTS,
 )
-from ._preprocessing import Preprocessing, learn_preprocessing
-from ._task import AbstractTask, check_sample_weight
+from ._preprocessing import Preprocessing
+from ._source import InMemory, training_data
+from ._task import AbstractTask
 from ._time_handling import time_handling_for
 
 _FORMAT_VERSION = 1
@@ -179,33 +180,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
                     f"{self._architecture_[name]!r}; fit with warm_start=False for a new network"
                 )
         task = self._task()
-        if is_parquet_source(X):  # streamed: `_streaming`
-            _no_times(times)
-            prep, per_step, target_state, data, n_inputs = _streaming.training_data(
-                self, task, X, y, state=self._target_state if fitted else None, fitted=fitted, classes=classes,
-                sample_weight=sample_weight,
-            )
-        else:
-            panel = self._panel(X, times, self.preprocessing_ if fitted else None)
-            sample_weight = check_sample_weight(sample_weight, panel)
-            targets, per_step, target_state = task.encode(
-                y, panel, self._target_state if fitted else None, classes=classes, weights=sample_weight
-            )
-            weights = task.weights(sample_weight, targets, target_state)
-            prep = (
-                self.preprocessing_
-                if fitted
-                else learn_preprocessing(
-                    panel, self.standardize, self._time_handling, self.first_gap, weights, self.encoder
-                )
-            )
-            data = prep.transform(panel, targets, per_step, weights)
-            n_inputs = data.inputs[0].shape[1]
-        if fitted and per_step != self.per_step_:
-            raise ValueError(
-                f"y has one target per {'step' if per_step else 'series'}, but the model was fitted "
-                f"with one per {'step' if self.per_step_ else 'series'}"
-            )
+        prep, per_step, target_state, data, n_inputs = self._training_data(X, y, times, sample_weight, fitted, classes)
         given_valid = self._validation_sequences(validation_data, prep, task, target_state, per_step)
         if is_distributed():
             # In memory every process holds all the data; streamed, each
@@ -261,6 +236,21 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             ) from error
         self._commit(prep, per_step, target_state, result, rng, n_inputs)
         return self
+
+    def _training_data(self, X, y, times, sample_weight, fitted: bool, classes=None):
+        """`_source.training_data` of `X` in memory (one chunk) or of the
+        Parquet data set `X`, streamed; a `fitted` estimator keeps its own."""
+        task = self._task()
+        if is_parquet_source(X):  # streamed: `_streaming`
+            _no_times(times)
+            source = _streaming.ParquetSource(self, task, X, y, sample_weight)
+        else:
+            source = InMemory(task, self._panel(X, times, self.preprocessing_ if fitted else None), y, sample_weight)
+        settings = dict(
+            standardize=self.standardize, time_handling=self._time_handling, first_gap=self.first_gap, encoder=self.encoder
+        )
+        kept = (self.preprocessing_, self.per_step_, self._target_state) if fitted else None
+        return training_data(source, task, settings, fitted=kept, classes=classes)
 
     def _fingerprint(self, data: Sequences | StreamedSequences, given_valid: Sequences | None) -> tuple[int, dict]:
         """(seed, fingerprint) of a fit with `checkpoint_dir`: the class, the

@@ -42,24 +42,16 @@ class SequenceRegressor(RegressorMixin, SequenceEstimator):
         always pandas, indexed by its ids in file order (for per-step
         models by `(id, time)`)."""
         check_is_fitted(self, "model_")
-        if return_std and self._fitted_loss != "gaussian_nll":
+        # The fitted network's loss (a later `set_params` does not change its head).
+        if return_std and self._architecture_.get("loss", self._task().loss) != "gaussian_nll":
             raise ValueError("return_std=True needs a Gaussian head: fit with loss='gaussian_nll'")
         panel, outputs = self._predict_outputs(X, times)
-        means, stds = self._unscaled(outputs)
+        means, stds = self._task().predictions(outputs, self._target_state, self.per_step_)
         if as_frame or is_parquet_source(X):
             columns = self._target_state.columns
             means = self._as_frame(means, panel, columns)
             stds = None if stds is None else self._as_frame(stds, panel, columns)
         return (means, stds) if return_std else means
-
-    @property
-    def _fitted_loss(self) -> str:
-        """The loss of the fitted network (a later `set_params` does not change its head)."""
-        return self._architecture_.get("loss", self._task().loss)
-
-    def _unscaled(self, outputs):
-        """Network outputs → (means, stds) in the targets' units and layout."""
-        return self._task().predictions(outputs, self._target_state, self.per_step_)
 
     def score(self, X, y, sample_weight=None, *, times=None):
         """R² of the predictions. `y` is aligned with X as in `fit`; for
@@ -70,7 +62,7 @@ class SequenceRegressor(RegressorMixin, SequenceEstimator):
         or an (id, time)-indexed pandas y (docs/scaling.md); a per-step
         model takes per-step targets."""
         panel, outputs, truth, sample_weight = self._scored(X, y, sample_weight, times, numeric=True)
-        prediction, _ = self._unscaled(outputs)
+        prediction, _ = self._task().predictions(outputs, self._target_state, self.per_step_)
         if self.per_step_:
             if sample_weight is not None:
                 sample_weight = np.repeat(np.asarray(sample_weight, np.float64), panel.lengths)

@@ -1,18 +1,11 @@
-"""What an estimator learns to predict, its task, one small final class
-each, built from the estimator's parameters at fit time:
-
-- `Regression(loss)` (`S5Regressor`, `CRURegressor`): numbers, one per
-  series or one per observation, standardised by their (weighted) mean and
-  standard deviation (`TargetScaling`) and restored in predict; the loss
-  named by `loss` (`REGRESSION_LOSSES`), model selection by MSE in the
-  targets' units (`history_`'s `valid_mse`);
-- `Classification(class_weight)` (`S5Classifier`): one label per series as
-  an index into the sorted classes; cross-entropy, with `class_weight`
-  multiplying each series' weight.
-
-The fit (`SequenceEstimator._fit`, `_source`) calls `AbstractTask`'s
-methods; what a task learns (the target state: a `TargetScaling`, or the
-classes) is a plain value the estimator keeps.
+"""What an estimator learns to predict, its task: one small final class
+each, built from the estimator's parameters at fit time. `Regression(loss)`
+(`S5Regressor`, `CRURegressor`): numbers per series or per observation,
+standardised (`TargetScaling`), the loss named `loss`, model selection by
+MSE in the targets' units. `Classification(class_weight)` (`S5Classifier`):
+one label per series as an index into the sorted classes, cross-entropy,
+`class_weight` multiplying each series' weight. What a task learns, the
+target state, is a plain value the estimator keeps.
 """
 
 from __future__ import annotations
@@ -45,15 +38,13 @@ class TargetScaling:
     is_1d: bool
     columns: tuple | None = None
 
-    @classmethod
-    def of(cls, mean, std, is_1d, columns) -> "TargetScaling":
-        """Targets scaled by their mean and standard deviation (k,); a
-        constant target by 1."""
-        return cls(mean, np.where(std > 0, std, 1.0), is_1d, columns)
+    def __post_init__(self):  # a constant target is scaled by 1
+        object.__setattr__(self, "std", np.where(self.std > 0, self.std, 1.0))
 
 
 class AbstractTask(abc.ABC):
-    """What a task decides (see the module docstring)."""
+    """What a task decides: how targets become the network's, the target
+    state, the series' weights, the loss and the validation figure."""
 
     #: Whether targets may be one per observation (a per-step model).
     takes_per_step: ClassVar[bool]
@@ -64,18 +55,15 @@ class AbstractTask(abc.ABC):
 
     @abc.abstractmethod
     def encode(self, y, panel: RaggedPanel, state=None, *, classes=None, weights=None) -> tuple:
-        """(the network's targets, per_step, the target state) of `y`
-        aligned with `panel` (`to_targets`): `state` None learns the target
-        state, each series weighted by `weights` (`classes`: every label a
-        first `partial_fit` names); otherwise encodes with `state`."""
+        """(the network's targets, per_step, the target state) of `y` aligned
+        with `panel` (`to_targets`): `state` None learns it (series weighted
+        by `weights`; `classes`: a first `partial_fit`'s), else encodes with it."""
 
     @abc.abstractmethod
     def state_from_moments(self, counts, means, stds, weights=None, *, is_1d=True, columns=None):
         """The target state `encode` learns from per-step targets, from each
-        series' number of steps (n, 1), mean and standard deviation of its
-        k targets ((n, k); `pooled_from_moments`), each series weighted by
-        `weights` (n,); `is_1d` and `columns` say how they were given. A
-        `TypeError` for a task that takes no per-step targets."""
+        series' number of steps (n, 1) and moments of its k targets (n, k),
+        weighted by `weights` (n,); `is_1d`, `columns`: how they were given."""
 
     @abc.abstractmethod
     def n_outputs(self, state) -> int:
@@ -89,8 +77,7 @@ class AbstractTask(abc.ABC):
 
     @abc.abstractmethod
     def loss_fn(self):
-        """The training loss: `loss(outputs, targets, weights)` -> (weighted
-        sum, sum of weights) over one padded batch (`s5ts.training`)."""
+        """The training loss (`s5ts.training`'s: weighted sum, sum of weights)."""
 
     @abc.abstractmethod
     def metric(self, state):
@@ -118,34 +105,27 @@ class Regression(AbstractTask):
     def encode(self, y, panel, state=None, *, classes=None, weights=None):
         targets = to_targets(y, panel, numeric=True)
         per_step = targets.kind == "per_step"
-        items = [np.asarray(v, np.float64) for v in targets.values] if per_step else None
-        if per_step:
-            stacked = np.concatenate([v.reshape(len(v), -1) for v in items])
-        else:
-            stacked = np.asarray(targets.values, np.float64).reshape(panel.n_series, -1)
+        items = [v.reshape(len(v), -1) for v in (targets.values if per_step else [targets.values])]
+        stacked = np.concatenate(items)
         if state is None:
-            rows = None if weights is None else (np.repeat(weights, [len(v) for v in items]) if per_step else weights)
-            state = TargetScaling.of(*weighted_mean_std(stacked, rows), targets.is_1d, targets.columns)
+            rows = np.repeat(weights, [len(v) for v in items]) if per_step and weights is not None else weights
+            state = TargetScaling(*weighted_mean_std(stacked, rows), targets.is_1d, targets.columns)
         elif stacked.shape[1] != len(state.mean):
             raise ValueError(
                 f"y has {stacked.shape[1]} targets per {'step' if per_step else 'series'}; "
                 f"the model has {len(state.mean)}"
             )
-
-        def scale(values):
-            return ((values - state.mean) / state.std).astype(np.float32)
-
-        encoded = tuple(scale(v.reshape(len(v), -1)) for v in items) if per_step else scale(stacked)
-        return encoded, per_step, state
+        encoded = tuple(((v - state.mean) / state.std).astype(np.float32) for v in items)
+        return encoded if per_step else encoded[0], per_step, state
 
     def state_from_moments(self, counts, means, stds, weights=None, *, is_1d=True, columns=None):
-        return TargetScaling.of(*pooled_from_moments(counts, means, stds, weights), is_1d, columns)
+        return TargetScaling(*pooled_from_moments(counts, means, stds, weights), is_1d, columns)
 
     def n_outputs(self, state):
         return len(state.mean)
 
     def weights(self, sample_weight, encoded, state):
-        return None if sample_weight is None else np.asarray(sample_weight, np.float64).astype(np.float32)
+        return _float32(sample_weight)
 
     def loss_fn(self):
         return REGRESSION_LOSSES[self.loss]
@@ -155,44 +135,29 @@ class Regression(AbstractTask):
         return SquaredErrorInUnits(jnp.asarray(state.std, jnp.float32))
 
     def to_json(self, state):
-        return {
-            "target_mean": state.mean.tolist(),
-            "target_std": state.std.tolist(),
-            "target_1d": state.is_1d,
-            "target_columns": None if state.columns is None else list(state.columns),
-        }
+        columns = None if state.columns is None else list(state.columns)
+        return {"target_mean": state.mean.tolist(), "target_std": state.std.tolist(), "target_1d": state.is_1d,
+                "target_columns": columns}
 
     def from_json(self, metadata):
         columns = metadata.get("target_columns")
-        return TargetScaling(
-            np.asarray(metadata["target_mean"]),
-            np.asarray(metadata["target_std"]),
-            metadata["target_1d"],
-            None if columns is None else tuple(columns),
-        )
+        mean, std = np.asarray(metadata["target_mean"]), np.asarray(metadata["target_std"])
+        return TargetScaling(mean, std, metadata["target_1d"], None if columns is None else tuple(columns))
 
     def predictions(self, outputs: list, state: TargetScaling, per_step: bool):
         """The network's `outputs` → (means, stds or None) in the targets'
         units and layout: (n,) / (n, k) arrays, or per step lists of (L_i,)
         / (L_i, k) arrays; stds from a Gaussian head alone."""
-
-        def unscale(item):
-            if isinstance(item, tuple):
-                mean, var = item
-                return mean * state.std + state.mean, np.sqrt(var) * state.std
-            return item * state.std + state.mean, None
-
-        pairs = [unscale(item) for item in outputs]
-        means = [m for m, _ in pairs]
-        stds = [d for _, d in pairs]
+        means, stds = [], []
+        for item in outputs:
+            mean, var = item if isinstance(item, tuple) else (item, None)
+            means.append(mean * state.std + state.mean)
+            stds.append(None if var is None else np.sqrt(var) * state.std)
         if state.is_1d:
-            means = [m[..., 0] for m in means]
-            stds = [None if d is None else d[..., 0] for d in stds]
-        if not stds or stds[0] is None:
-            stds = None  # (a per-step model without a Gaussian head too: a list of None was no std)
+            means, stds = [m[..., 0] for m in means], [None if d is None else d[..., 0] for d in stds]
+        stds = None if not stds or stds[0] is None else stds  # (per step without a Gaussian head too)
         if not per_step:
-            means = np.stack(means)
-            stds = None if stds is None else np.stack(stds)
+            means, stds = np.stack(means), None if stds is None else np.stack(stds)
         return means, stds
 
 
@@ -239,18 +204,14 @@ class Classification(AbstractTask):
 
     def weights(self, sample_weight, encoded, state):
         if self.class_weight is None:
-            return None if sample_weight is None else np.asarray(sample_weight, np.float64).astype(np.float32)
-        labels = state[encoded]
-        if isinstance(self.class_weight, dict):
-            unknown = [k for k in self.class_weight if k not in set(state.tolist())]
-            if unknown:
-                raise ValueError(f"class_weight names labels {unknown} that are not among the classes {state.tolist()}")
-        weights = np.asarray(compute_sample_weight(self.class_weight, labels), np.float64)
-        if sample_weight is not None:
-            weights = weights * sample_weight
+            return _float32(sample_weight)
+        unknown = [k for k in self.class_weight if k not in set(state.tolist())] if isinstance(self.class_weight, dict) else []
+        if unknown:
+            raise ValueError(f"class_weight names labels {unknown} that are not among the classes {state.tolist()}")
+        weights = compute_sample_weight(self.class_weight, state[encoded]) * (1.0 if sample_weight is None else sample_weight)
         if not weights.sum() > 0:
             raise ValueError("the class weights times sample_weight are zero for every series")
-        return weights.astype(np.float32)
+        return _float32(weights)
 
     def loss_fn(self):
         return cross_entropy_loss
@@ -263,6 +224,10 @@ class Classification(AbstractTask):
 
     def from_json(self, metadata):
         return np.asarray(metadata["classes"])
+
+
+def _float32(weights):
+    return None if weights is None else np.asarray(weights, np.float64).astype(np.float32)
 
 
 def check_sample_weight(sample_weight, panel: RaggedPanel) -> np.ndarray | None:
