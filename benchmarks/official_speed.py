@@ -241,7 +241,7 @@ def main() -> None:
     our_step = _step_call(ours, panel, y, BATCH)
     network = ours._training_state_.model
     # The batch _step_call builds, rebuilt the same way for the official code.
-    data = ours.preprocessing_.transform(panel, *ours._encode_targets(y, panel, state=ours._target_state())[:2])
+    data = ours.preprocessing_.transform(panel, *ours._task().encode(y, panel, ours._target_state)[:2])
     batch = padded_batch(data, np.arange(BATCH), BATCH)
     assert bool(np.all(batch["mask"])), "expected 32 full sequences of 50 frames"
 

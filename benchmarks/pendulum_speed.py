@@ -38,7 +38,7 @@ OFFICIAL_STEP_SECONDS = 0.65  # measured once: official S5 code, batch 32, this 
 def _step_call(estimator, panel, y, rows):
     """The compiled training step of a fitted estimator and one real batch."""
     data = estimator.preprocessing_.transform(
-        panel, *estimator._encode_targets(y, panel, state=estimator._target_state())[:2]
+        panel, *estimator._task().encode(y, panel, estimator._target_state)[:2]
     )
     # Placed as training places it: split over the local devices, if several.
     placement = placement_for(rows)
@@ -46,7 +46,7 @@ def _step_call(estimator, panel, y, rows):
     model, opt_state = placement.replicate((estimator._training_state_.model, estimator._training_state_.opt_state))
     optimizer = make_optimizer(float(estimator.weight_decay), estimator.grad_clip)
     rates = {"regular": np.float32(1e-3), "ssm": np.float32(1e-3)}
-    loss_fn = estimator._loss_fn()
+    loss_fn = estimator._task().loss_fn()
     key = jax.random.key(0)
 
     def step():

@@ -271,7 +271,7 @@ def test_multi_output_regression(data):
     assert prediction.shape == (16, 2)
     assert model.score(X, Y) == pytest.approx(r2_score(Y.to_numpy(), prediction))
     # targets are standardised per column: the second output's scale is restored
-    scaling = model._target_scaling
+    scaling = model._target_state
     np.testing.assert_allclose(scaling.mean, [y.mean(), (-2 * y + 1).mean()])
 
 

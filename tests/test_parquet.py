@@ -14,7 +14,7 @@ from s5ts import S5Classifier, S5Regressor  # noqa: E402
 from s5ts.data import MedianGap, open_parquet, to_panel  # noqa: E402
 from s5ts.data._median_gap import RELATIVE_ERROR  # noqa: E402
 from s5ts.estimators import _streaming  # noqa: E402
-from s5ts.estimators._preprocessing import learn_preprocessing  # noqa: E402
+from s5ts.estimators._preprocessing import Statistics, learn_preprocessing  # noqa: E402
 from s5ts.training import Sequences, StreamedSequences, TruncatedBackprop, iterate_batches, split_validation, steps_per_epoch  # noqa: E402
 
 SMALL = dict(d_model=8, state_size=4, random_state=0, id_col="id", time_col="time", observation_dropout=0.0)
@@ -85,7 +85,7 @@ def test_statistics_pass_equals_in_memory(tmp_path, standardize):
     df = long_frame(missing=True)
     path = write(df, tmp_path, files=3, row_group_size=11)
     estimator = S5Regressor(standardize=standardize, **SMALL)
-    prep, per_step, scaling, data, _ = _streaming.training_data(estimator, path, "y", fitted=False)
+    prep, per_step, scaling, data, _ = estimator._training_data(path, "y", None, None, fitted=False)
     panel = to_panel(df.drop(columns="y"), id_col="id", time_col="time")
     want = learn_preprocessing(panel, standardize, "gaps", 1.0)
     assert (prep.columns, prep.scaling, prep.missing_indicator) == (want.columns, want.scaling, want.missing_indicator)
@@ -158,7 +158,7 @@ def test_streamed_fit_and_predict_equal_in_memory(tmp_path):
     bare = write(df.drop(columns="y"), tmp_path / "bare")
     y = per_series_y(df)
     for given in (pd.Series(y, index=df["id"].unique()), pa.table({"id": df["id"].unique(), "t": y})):
-        _, _, scaling, data, _ = _streaming.training_data(streamed, bare, given, fitted=True)
+        _, _, scaling, data, _ = streamed._training_data(bare, given, None, None, fitted=True)
         positions, chunk = next(data.chunks(None))
         np.testing.assert_allclose(chunk.targets[:, 0] * scaling.std[0] + scaling.mean[0], y[positions], rtol=1e-6, atol=1e-6)
 
@@ -178,9 +178,9 @@ def test_statistics_of_shares_merged_equal_one_pass(tmp_path, varying):
     whole = _streaming.share_statistics(source, targets, "w", per_step=True)
     owners = np.array([1, 0, 2, 0, 1])
     shares = [_streaming.share_statistics(source, targets, "w", True, np.flatnonzero(owners == p)) for p in range(3)]
-    merged = _streaming._Statistics.merged(shares[::-1])  # in any order of processes
+    merged = Statistics.merged(shares[::-1])  # in any order of processes
     assert merged.ids == whole.ids and merged.keys == whole.keys and merged.offsets == whole.offsets
-    for name in _streaming._Statistics.PER_CHUNK:
+    for name in Statistics.PER_CHUNK:
         got, want = getattr(merged, name), getattr(whole, name)
         assert len(got) == len(want), name
         for a, b in zip(got, want):
@@ -293,8 +293,8 @@ def test_streamed_per_step_fit_predict_score_equal_in_memory(tmp_path):
     streamed = S5Regressor(max_epochs=3, **SMALL).fit(path, "y")
     memory = S5Regressor(max_epochs=3, **SMALL).fit(X, y)
     assert streamed.per_step_ and memory.per_step_
-    np.testing.assert_allclose(streamed._target_scaling.mean, memory._target_scaling.mean, rtol=1e-12)
-    np.testing.assert_allclose(streamed._target_scaling.std, memory._target_scaling.std, rtol=1e-12)
+    np.testing.assert_allclose(streamed._target_state.mean, memory._target_state.mean, rtol=1e-12)
+    np.testing.assert_allclose(streamed._target_state.std, memory._target_state.std, rtol=1e-12)
     assert [r["train_loss"] for r in streamed.history_] == pytest.approx(
         [r["train_loss"] for r in memory.history_], rel=1e-4
     )
@@ -321,13 +321,13 @@ def test_streamed_sample_weight_and_score_equal_in_memory(tmp_path):
     assert streamed.feature_names_in_.tolist() == ["a", "b"]  # w is not a feature
     np.testing.assert_allclose(streamed.preprocessing_.feature_mean, memory.preprocessing_.feature_mean, rtol=1e-12)
     np.testing.assert_allclose(streamed.preprocessing_.feature_std, memory.preprocessing_.feature_std, rtol=1e-12)
-    np.testing.assert_allclose(streamed._target_scaling.mean, memory._target_scaling.mean, rtol=1e-12)
+    np.testing.assert_allclose(streamed._target_state.mean, memory._target_state.mean, rtol=1e-12)
     assert [r["train_loss"] for r in streamed.history_] == pytest.approx(
         [r["train_loss"] for r in memory.history_], rel=1e-4
     )
     # a Series keyed by id, in another order: the same weights in the batches
     for given in ("w", w.iloc[::-1]):
-        _, _, _, data, _ = _streaming.training_data(streamed, path, "y", fitted=False, sample_weight=given)
+        _, _, _, data, _ = streamed._training_data(path, "y", None, given, fitted=False)
         positions, chunk = next(data.chunks(None))
         np.testing.assert_array_equal(chunk.weights, w.to_numpy()[positions].astype(np.float32))
     # score: a column or a Series keyed by id, weighted or not, as in memory

@@ -17,13 +17,12 @@ from sklearn.exceptions import DataConversionWarning  # noqa: E402
 from test_parquet import SMALL, long_frame, write  # noqa: E402
 
 from s5ts import S5Classifier, S5Regressor  # noqa: E402
-from s5ts.estimators import _streaming  # noqa: E402
 
 
 def _assert_same_fit(streamed, memory):
     """The same target scaling (up to rounding) and, with every series in
     one batch, the same losses as in memory."""
-    got, want = streamed._target_scaling, memory._target_scaling
+    got, want = streamed._target_state, memory._target_state
     np.testing.assert_allclose(got.mean, want.mean, rtol=1e-12)
     np.testing.assert_allclose(got.std, want.std, rtol=1e-12)
     assert (got.is_1d, got.columns) == (want.is_1d, want.columns)
@@ -51,7 +50,7 @@ def test_several_target_columns_per_series_equal_in_memory(tmp_path):
     memory = S5Regressor(max_epochs=3, **SMALL).fit(X, y)
     assert streamed.feature_names_in_.tolist() == ["a", "b"]
     _assert_same_fit(streamed, memory)
-    assert not streamed.per_step_ and streamed._target_scaling.columns == ("y", "z")
+    assert not streamed.per_step_ and streamed._target_state.columns == ("y", "z")
     _assert_same_predictions(streamed, memory, path, X, ["y", "z"], y)
     assert streamed.score(path, ("y", "z")) == pytest.approx(streamed.score(X, y), rel=1e-12)
     # a list of one column is a DataFrame y of one column: (n, 1) predictions
@@ -103,7 +102,7 @@ def test_per_step_targets_apart_from_x_equal_in_memory(tmp_path, form, columns):
     for y_given in given:
         assert streamed.score(path, y_given) == pytest.approx(streamed.score(X, y), rel=1e-12)
     # each epoch's shuffled files: the same series' targets beside X's
-    _, _, scaling, data, _ = _streaming.training_data(streamed, path, given[-1], fitted=True)
+    _, _, scaling, data, _ = streamed._training_data(path, given[-1], None, None, fitted=True)
     steps = [v.reshape(len(v), -1) for v in (y.loc[sid].to_numpy() for sid in df["id"].unique())]
     for positions, chunk in data.chunks(np.random.default_rng(1)):
         for position, targets in zip(positions, chunk.targets):

@@ -1,17 +1,17 @@
 """CRURegressor: the CRU baseline behind the same scikit-learn interface as
-S5Regressor: a final class over `SequenceEstimator` (inputs, preprocessing,
-fit transaction, persistence) and `RegressionTask` (targets, Gaussian
-predictions), with its own network and its own validated parameters."""
+S5Regressor: a final class over `SequenceRegressor` (inputs, preprocessing,
+fit transaction, persistence, Gaussian predictions) with the task
+`Regression("gaussian_nll")`, its own network and its own validated
+parameters."""
 
 from __future__ import annotations
 
 from numbers import Integral
 
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
-from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..estimators import RegressionTask, SequenceEstimator, SharedParameters
+from ..estimators import Regression, SequenceRegressor, SharedParameters
 from ..nn import AbstractSequenceModel
 from ._cru import CRU
 
@@ -69,7 +69,7 @@ _TRAINING_PARAMETERS = SharedParameters(
 )
 
 
-class CRURegressor(RegressionTask, RegressorMixin, SequenceEstimator):
+class CRURegressor(SequenceRegressor):
     """Per-step Gaussian regression with a Continuous Recurrent Unit
     (Schirmer et al., 2022), for comparison with `S5Regressor`.
 
@@ -113,9 +113,8 @@ class CRURegressor(RegressionTask, RegressorMixin, SequenceEstimator):
         self.hidden_size = hidden_size
         _TRAINING_PARAMETERS.assign(self, shared)
 
-    @property
-    def _regression_loss(self) -> str:
-        return "gaussian_nll"
+    def _task(self) -> Regression:
+        return Regression("gaussian_nll")
 
     def _nonfinite_reason(self, panel, i, step):
         times = panel.times[i]

@@ -62,7 +62,9 @@ from ._parameters import (
     S5_CONSTRAINTS,
     TRAINING_CONSTRAINTS,
 )
-from ._preprocessing import Preprocessing, learn_preprocessing
+from ._preprocessing import Preprocessing
+from ._source import InMemory, training_data
+from ._task import AbstractTask
 from ._time_handling import time_handling_for
 
 _FORMAT_VERSION = 1
@@ -82,8 +84,9 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
     (`s5ts.training`), prediction, tags and persistence.
 
     Abstract. A final class adds a network (`_build_network`,
-    `_architecture_names`, its own `_parameter_constraints`) and a task
-    (targets, loss, metric, outputs: `RegressionTask`, or the classifier's).
+    `_architecture_names`, its own `_parameter_constraints`) and its task
+    (`_task`: `Regression` or `Classification`, built from its parameters),
+    whose target state the fit keeps in `_target_state`.
     """
 
     _parameter_constraints: dict = TRAINING_CONSTRAINTS
@@ -110,84 +113,12 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         on a copy, inside one compiled program: `s5ts.training.NetworkSpec`)."""
         ...
 
+    @abc.abstractmethod
+    def _task(self) -> AbstractTask:
+        """The task (`_task`: targets, loss, metric), from this estimator's parameters."""
+
     def _network_spec(self, n_inputs: int, per_step: bool, target_state) -> NetworkSpec:
-        return NetworkSpec.of(self, int(n_inputs), bool(per_step), int(self._n_outputs(target_state)))
-
-    # ----- task-specific hooks (subclasses) -----
-    @abc.abstractmethod
-    def _encode_targets(self, y, panel, *, state=None, classes=None, weights=None):
-        """(encoded targets, per_step, target state): `state` None learns the
-        target state (scaling, classes; weighted by the series' `weights`);
-        otherwise encodes with the given one."""
-        ...
-
-    @abc.abstractmethod
-    def _target_state(self):
-        ...
-
-    #: Whether the task takes per-step targets (one per observation).
-    _per_step_targets: bool = True
-
-    def _target_state_from_moments(self, counts, means, stds, weights=None, *, is_1d=True, columns=None):
-        """The target state of per-step targets learned from each series'
-        number of steps (n, 1), mean and standard deviation of its k
-        targets (two arrays (n, k)), each series weighted by `weights`
-        (n,): what `_encode_targets` learns from all of them, for targets
-        streamed from Parquet (`_streaming`); `is_1d` and `columns` say
-        what they were given as ((L_i,) arrays, or (L_i, k) named
-        `columns`). Only a task with per-step targets has one."""
-        raise TypeError(f"{type(self).__name__} takes no per-step targets")
-
-    @abc.abstractmethod
-    def _n_outputs(self, target_state) -> int:
-        ...
-
-    @abc.abstractmethod
-    def _fitted_metadata(self) -> dict:
-        ...
-
-    #: The validation figure's name in `history_` ("valid_" + this).
-    _metric_name = "loss"
-
-    @abc.abstractmethod
-    def _loss_fn(self):
-        """The training loss: `loss(outputs, targets, weights)` ->
-        (weighted sum, sum of weights) over one padded batch (`s5ts.training`'s losses)."""
-
-    @abc.abstractmethod
-    def _metric(self, target_state):
-        """The validation figure (lower is better), as `_loss_fn`, for the fitted target state."""
-
-    def _check_sample_weight(self, sample_weight, panel):
-        """`sample_weight` as (n,) float64 weights ≥ 0, or None."""
-        if sample_weight is None:
-            return None
-        given = np.asarray(sample_weight)
-        if given.dtype.kind not in "biuf":
-            raise TypeError(f"sample_weight must be numeric, got dtype {given.dtype}")
-        given = given.astype(np.float64)
-        if given.ndim == 0:
-            given = np.full(panel.n_series, float(given))
-        if panel.row_series is not None and given.shape == panel.row_series.shape != (panel.n_series,):
-            given = panel.rows_to_series(given, "sample_weight")  # one per row of a long frame
-        if given.shape != (panel.n_series,):
-            raise ValueError(
-                f"sample_weight has shape {given.shape}; X has {panel.n_series} series, "
-                f"so it needs shape ({panel.n_series},)"
-            )
-        bad = np.flatnonzero(~np.isfinite(given) | (given < 0))
-        if bad.size:
-            raise ValueError(
-                f"sample_weight for series {panel.ids[int(bad[0])]!r} is {given[bad[0]]}; "
-                "weights must be finite and >= 0"
-            )
-        if not given.sum() > 0:
-            raise ValueError("sample_weight: every series has zero weight; at least one must be positive")
-        return given
-
-    def _task_weights(self, targets, target_state):
-        """Per-series weights the task adds (the classifier's `class_weight`), or None."""
-        return None
+        return NetworkSpec.of(self, int(n_inputs), bool(per_step), int(self._task().n_outputs(target_state)))
 
     def _architecture_params(self) -> dict:
         return {name: getattr(self, name) for name in self._architecture_names}
@@ -248,33 +179,9 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
                     f"cannot continue training: {name} is {value!r} but the fitted network has "
                     f"{self._architecture_[name]!r}; fit with warm_start=False for a new network"
                 )
-        if is_parquet_source(X):  # streamed: `_streaming`
-            _no_times(times)
-            prep, per_step, target_state, data, n_inputs = _streaming.training_data(
-                self, X, y, fitted=fitted, classes=classes, sample_weight=sample_weight
-            )
-        else:
-            panel = self._panel(X, times, self.preprocessing_ if fitted else None)
-            sample_weight = self._check_sample_weight(sample_weight, panel)
-            targets, per_step, target_state = self._encode_targets(
-                y, panel, state=self._target_state() if fitted else None, classes=classes, weights=sample_weight
-            )
-            weights = self._weights(sample_weight, panel, targets, target_state)
-            prep = (
-                self.preprocessing_
-                if fitted
-                else learn_preprocessing(
-                    panel, self.standardize, self._time_handling, self.first_gap, weights, self.encoder
-                )
-            )
-            data = prep.transform(panel, targets, per_step, weights)
-            n_inputs = data.inputs[0].shape[1]
-        if fitted and per_step != self.per_step_:
-            raise ValueError(
-                f"y has one target per {'step' if per_step else 'series'}, but the model was fitted "
-                f"with one per {'step' if self.per_step_ else 'series'}"
-            )
-        given_valid = self._validation_sequences(validation_data, prep, target_state, per_step)
+        task = self._task()
+        prep, per_step, target_state, data, n_inputs = self._training_data(X, y, times, sample_weight, fitted, classes)
+        given_valid = self._validation_sequences(validation_data, prep, task, target_state, per_step)
         if is_distributed():
             # In memory every process holds all the data; streamed, each
             # reads its own files of one data set (checked by `_streaming`).
@@ -309,14 +216,14 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
                 training_state,
                 train_data,
                 valid_data,
-                self._loss_fn(),
-                self._metric(target_state),
+                task.loss_fn(),
+                task.metric(target_state),
                 config,
                 rng=rng,
                 key=key,
                 epochs=1 if partial else config.max_epochs,
                 schedule="constant" if partial else "cosine",
-                metric_name=self._metric_name,
+                metric_name=task.metric_name,
                 fingerprint=fingerprint,
             )
         except NonFiniteLossError as error:
@@ -329,6 +236,21 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             ) from error
         self._commit(prep, per_step, target_state, result, rng, n_inputs)
         return self
+
+    def _training_data(self, X, y, times, sample_weight, fitted: bool, classes=None):
+        """`_source.training_data` of `X` in memory (one chunk) or of the
+        Parquet data set `X`, streamed; a `fitted` estimator keeps its own."""
+        task = self._task()
+        if is_parquet_source(X):  # streamed: `_streaming`
+            _no_times(times)
+            source = _streaming.ParquetSource(self, task, X, y, sample_weight)
+        else:
+            source = InMemory(task, self._panel(X, times, self.preprocessing_ if fitted else None), y, sample_weight)
+        settings = dict(
+            standardize=self.standardize, time_handling=self._time_handling, first_gap=self.first_gap, encoder=self.encoder
+        )
+        kept = (self.preprocessing_, self.per_step_, self._target_state) if fitted else None
+        return training_data(source, task, settings, fitted=kept, classes=classes)
 
     def _fingerprint(self, data: Sequences | StreamedSequences, given_valid: Sequences | None) -> tuple[int, dict]:
         """(seed, fingerprint) of a fit with `checkpoint_dir`: the class, the
@@ -354,20 +276,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             check_fingerprint(saved, fingerprint, self.checkpoint_dir)
         return seed, fingerprint
 
-    def _weights(self, sample_weight, panel, targets, target_state):
-        """Each series' weight in the loss: `sample_weight` (checked) times
-        the task's weights, as float32; None when every weight is 1."""
-        task = self._task_weights(targets, target_state)
-        if sample_weight is None and task is None:
-            return None
-        weights = np.ones(panel.n_series) if task is None else np.asarray(task, np.float64)
-        if sample_weight is not None:
-            weights = weights * sample_weight
-        if not weights.sum() > 0:
-            raise ValueError("the class weights times sample_weight are zero for every series")
-        return weights.astype(np.float32)
-
-    def _validation_sequences(self, validation_data, prep, target_state, per_step):
+    def _validation_sequences(self, validation_data, prep, task: AbstractTask, target_state, per_step):
         """Model-ready sequences of a user-given validation set (X, y) or
         (X, y, times), checked as `predict` checks its X."""
         if validation_data is None:
@@ -376,10 +285,10 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             raise TypeError("validation_data must be a tuple (X, y) or (X, y, times)")
         X_valid, y_valid, *rest = validation_data
         panel = self._panel(X_valid, rest[0] if rest else None, prep, "validation_data")
-        targets, valid_per_step, _ = self._encode_targets(y_valid, panel, state=target_state)
+        targets, valid_per_step, _ = task.encode(y_valid, panel, target_state)
         if valid_per_step != per_step:
             raise ValueError("validation_data's y must have the same layout (per series / per step) as y")
-        weights = self._weights(None, panel, targets, target_state)
+        weights = task.weights(None, targets, target_state)
         return prep.transform(panel, targets, per_step, weights)
 
     def _split(self, data: Sequences | StreamedSequences, rng, partial):
@@ -391,7 +300,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         """Assign every fitted attribute (only ever assigned, never deleted)."""
         self.preprocessing_ = prep
         self.per_step_ = per_step
-        self._set_target_state(target_state)
+        self._target_state = target_state
         self._training_state_ = result.state
         self.model_ = result.model
         self._rng_ = rng
@@ -403,10 +312,6 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         self.n_features_in_ = len(prep.columns)
         self.feature_names_in_ = np.asarray(prep.columns, dtype=object)
         self.time_scale_ = prep.time_scale
-
-    @abc.abstractmethod
-    def _set_target_state(self, target_state):
-        ...
 
     def fit(self, X, y, sample_weight=None, *, times=None, validation_data=None):
         """Fit on ragged, timestamped series.
@@ -576,7 +481,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             "history": self.history_,
             "best_epoch": self.best_epoch_,
             "interrupted": self.interrupted_,
-            "fitted": self._fitted_metadata(),
+            "fitted": self._task().to_json(self._target_state),
         }
         buffer = io.BytesIO()
         eqx.tree_serialise_leaves(buffer, self.model_)
@@ -596,7 +501,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             raise ValueError(f"{path} has format {header.get('format')}; this s5ts reads {_FORMAT_VERSION}")
         # Files written before a parameter existed take its default (input_hold: "gap", as they were fitted).
         estimator = cls(**header["params"])
-        target_state = estimator._target_state_from_metadata(header["fitted"])
+        target_state = estimator._task().from_json(header["fitted"])
         spec = estimator._network_spec(header["n_model_inputs"], header["per_step"], target_state)
         skeleton = eqx.filter_eval_shape(spec, jax.random.key(0))  # shapes only: nothing to compile
         model = eqx.tree_deserialise_leaves(io.BytesIO(weights), skeleton)
@@ -615,10 +520,6 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             prep, header["per_step"], target_state, result, np.random.default_rng(0), header["n_model_inputs"]
         )
         return estimator
-
-    @abc.abstractmethod
-    def _target_state_from_metadata(self, metadata):
-        ...
 
     @property
     def n_parameters_(self) -> int:

@@ -8,13 +8,11 @@ from scipy.special import softmax
 from sklearn.base import ClassifierMixin
 from sklearn.metrics import accuracy_score
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.class_weight import compute_sample_weight
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
-from ..data import is_parquet_source, to_targets
-from ..training import cross_entropy_loss
+from ..data import is_parquet_source
 from ._base import S5Estimator, with_shared_parameters
+from ._task import Classification
 
 
 class S5Classifier(ClassifierMixin, S5Estimator):
@@ -47,71 +45,16 @@ class S5Classifier(ClassifierMixin, S5Estimator):
 
     _parameter_constraints = {**S5Estimator._parameter_constraints, "class_weight": [StrOptions({"balanced"}), dict, None]}
 
-    _per_step_targets = False
+    def _task(self) -> Classification:
+        return Classification(self.class_weight)
 
-    def _task_weights(self, targets, classes):
-        if self.class_weight is None:
-            return None
-        labels = classes[targets]
-        if isinstance(self.class_weight, dict):
-            unknown = [k for k in self.class_weight if k not in set(classes.tolist())]
-            if unknown:
-                raise ValueError(f"class_weight names labels {unknown} that are not among the classes {classes.tolist()}")
-            return compute_sample_weight(self.class_weight, labels)
-        return compute_sample_weight("balanced", labels)
-
-    def _loss_fn(self):
-        return cross_entropy_loss
-
-    def _metric(self, classes):
-        return cross_entropy_loss
-
-    def _encode_targets(self, y, panel, *, state=None, classes=None, weights=None):
-        targets = to_targets(y, panel, numeric=False, kind="sequence")
-        labels = np.asarray(targets.values)
-        if labels.ndim == 2 and labels.shape[1] == 1:
-            labels = column_or_1d(labels, warn=True)  # warns, as scikit-learn does
-        if labels.ndim != 1:
-            raise ValueError(f"S5Classifier needs one label per series, got y of shape {labels.shape}")
-        if labels.dtype.kind == "f" and not np.isfinite(labels).all():
-            sid = panel.ids[int(np.flatnonzero(~np.isfinite(labels))[0])]
-            raise ValueError(f"y for series {sid!r} has an infinite label")
-        check_classification_targets(labels)  # rejects continuous (float) targets
-        if state is None:
-            known = np.unique(labels) if classes is None else np.unique(np.asarray(classes))
-            if len(known) < 2:
-                raise ValueError(
-                    f"y has only one class ({known.tolist()[0]!r}); S5Classifier needs at least two classes"
-                )
-        else:
-            known = state
-        unseen = np.setdiff1d(labels, known)
-        if unseen.size:
-            series = [panel.ids[i] for i in np.flatnonzero(np.isin(labels, unseen))[:5]]
-            raise ValueError(
-                f"y has labels {unseen.tolist()} not among the known classes {known.tolist()} "
-                f"(series {series})"
-            )
-        encoded = np.searchsorted(known, labels).astype(np.int32)
-        return encoded, False, known
-
-    def _set_target_state(self, classes):
-        self.classes_ = classes
-
-    def _target_state(self):
-        return self.classes_
-
-    def _n_outputs(self, classes):
-        return len(classes)
+    @property
+    def classes_(self) -> np.ndarray:
+        """The labels, sorted (the fitted target state)."""
+        return self._target_state
 
     def _make_head(self, n_outputs, key):
         return eqx.nn.Linear(self.d_model, n_outputs, key=key)
-
-    def _fitted_metadata(self):
-        return {"classes": self.classes_.tolist()}
-
-    def _target_state_from_metadata(self, metadata):
-        return np.asarray(metadata["classes"])
 
     def partial_fit(self, X, y, classes=None, sample_weight=None, *, times=None):
         """One epoch over (X, y), continuing from the current model. The

@@ -1,9 +1,9 @@
 """What the estimators learn from their training inputs before the network,
 and the one check and transform every later input goes through.
 
-`Preprocessing` is learned once, in `fit`, from statistics of the training
-panel (`learn_preprocessing` in memory; a streamed statistics pass over a
-Parquet data set gathers the same numbers, `finish_preprocessing`). Every
+`Preprocessing` is learned once, in `fit`, from the statistics one pass
+over the training series gathers (`Statistics`: the one chunk of a panel in
+memory, `learn_preprocessing`, or a Parquet data set's chunks). Every
 input after that — `predict`, `score`, `validation_data`, a warm start,
 every Parquet chunk — goes through `Preprocessing.check` (features, kind of
 time, time zone, whether times were given) and `Preprocessing.transform`
@@ -17,9 +17,16 @@ import dataclasses
 
 import numpy as np
 
-from ..data import RaggedPanel, check_columns, gaps_from_times, time_scale_from
+from ..data import MedianGap, RaggedPanel, check_columns, gaps_from_times, merge_in_file_order
 from ..training import Sequences
-from ._scaling import choose_scaling, pooled_from_moments, reference_from_moments, scale_values, series_statistics
+from ._scaling import (
+    choose_scaling,
+    pooled_from_moments,
+    reference_from_moments,
+    scale_values,
+    series_moments,
+    series_statistics,
+)
 from ._time_handling import AbstractTimeHandling, time_handling_for
 
 
@@ -136,87 +143,143 @@ class Preprocessing:
         return int(self.transform(like.subset([0])).inputs[0].shape[1])
 
 
-def learn_preprocessing(
-    panel: RaggedPanel,
-    standardize: bool | str,
-    time_handling: str = "gaps",
-    first_gap: float = 1.0,
-    weights: np.ndarray | None = None,
-    encoder: str = "identity",
-) -> Preprocessing:
-    """How the features are scaled (`standardize`: True is `"global"`,
-    False `"none"`; `"auto"` is resolved here, see `_scaling`), from observed
-    values with each series weighted by `weights`; whether any value is
-    missing (then the network also sees an observed-channel mask); and the
-    time scale: the median gap between observations (unweighted: it describes
-    the sampling, not the series' importance)."""
-    counts, means, stds = series_statistics(panel.values)
-    return finish_preprocessing(
-        panel,
-        counts,
-        means,
-        stds,
-        bool((counts < panel.lengths[:, None]).any()),
-        time_scale_from(panel),
-        standardize,
-        time_handling,
-        first_gap,
-        weights,
-        encoder,
-    )
+@dataclasses.dataclass
+class Statistics:
+    """What one pass over a fit's chunks of series gathers (`add`), from
+    which `preprocessing` and the target state follow: every series' id,
+    length and feature moments (`series_statistics`: the pooled statistics
+    and `"series"` scaling's reference follow up to rounding), whether any
+    value is missing, the median gap (`MedianGap`), the first series, the
+    targets one per series or each series' moments of its per-step
+    targets, the weights; then what the source decides from them."""
 
+    ids: list = dataclasses.field(default_factory=list)
+    lengths: list = dataclasses.field(default_factory=list)
+    counts: list = dataclasses.field(default_factory=list)
+    means: list = dataclasses.field(default_factory=list)
+    stds: list = dataclasses.field(default_factory=list)
+    targets: list = dataclasses.field(default_factory=list)
+    target_means: list = dataclasses.field(default_factory=list)
+    target_stds: list = dataclasses.field(default_factory=list)
+    weights: list = dataclasses.field(default_factory=list)
+    varying: ValueError | None = None  # of the first series whose target column varies
+    offsets: dict = dataclasses.field(default_factory=dict)
+    first: RaggedPanel | None = None
+    missing: bool = False
+    gaps: MedianGap = dataclasses.field(default_factory=MedianGap)
+    # Each chunk's (fragment, first series in it, series): the order that
+    # `merged` restores across processes; and the key of `varying`'s chunk.
+    keys: list = dataclasses.field(default_factory=list)
+    varying_key: tuple | None = None
+    per_step: bool = False
+    is_1d: bool = True
+    columns: tuple | None = None
+    series_y: object = None
+    sample_weight: np.ndarray | None = None
 
-def finish_preprocessing(
-    panel: RaggedPanel,
-    counts: np.ndarray,
-    means: np.ndarray,
-    stds: np.ndarray,
-    missing: bool,
-    time_scale: float,
-    standardize: bool | str,
-    time_handling: str,
-    first_gap: float,
-    weights: np.ndarray | None,
-    encoder: str = "identity",
-) -> Preprocessing:
-    """The `Preprocessing` from statistics of the training data, however
-    they were gathered (`learn_preprocessing` in memory, or one streaming
-    pass over a Parquet data set), computed one way: `panel` gives the
-    columns, kind of time and ids (any chunk of the data); `counts`,
-    `means`, `stds` (n, k) each series' observed values, mean and standard
-    deviation per feature (`series_statistics`), from which the pooled
-    statistics (`pooled_from_moments`, each series weighted by `weights`)
-    and the per-series reference follow; `missing`, whether any value is
-    NaN; `time_scale`, the median gap (`MedianGap`)."""
-    never = np.flatnonzero(~(counts.sum(axis=0) > 0))
-    if never.size:
-        raise ValueError(
-            f"column {panel.columns[int(never[0])]!r} is NaN in every training series (series "
-            f"{panel.ids[0]!r} to {panel.ids[-1]!r}): a feature never observed cannot be learned; "
-            "drop it before fitting"
+    #: The lists with one entry per chunk (those that have any).
+    PER_CHUNK = ("lengths", "counts", "means", "stds", "targets", "target_means", "target_stds", "weights")
+
+    @property
+    def parts(self) -> np.ndarray:
+        """(n,) the file (fragment) of every series."""
+        return np.repeat(np.array([k[0] for k in self.keys], np.int64), [k[2] for k in self.keys])
+
+    @classmethod
+    def merged(cls, parts: list["Statistics"]) -> "Statistics":
+        """The statistics of every process's share (`parts`) as one pass over
+        the whole data set in file order would have gathered them: the
+        chunks of all shares sorted by file and place (each is read as one
+        process reads it), the gaps merged."""
+        out = cls()
+        merge_in_file_order(parts, out, ("ids",), cls.PER_CHUNK)
+        owned = [part for part in parts if part.keys]
+        if owned:
+            out.first = min(owned, key=lambda part: part.keys[0]).first
+        varied = [part for part in parts if part.varying is not None]
+        if varied:
+            first = min(varied, key=lambda part: part.varying_key)
+            out.varying, out.varying_key = first.varying, first.varying_key
+        out.missing = any(part.missing for part in parts)
+        for part in parts:
+            out.gaps.merge(part.gaps)
+        return out
+
+    def add(self, panel: RaggedPanel, where=(0, 0), *, series=None, steps=None, weights=None, varying=None) -> None:
+        """Gather the chunk `panel` (from place `where[1]` of file
+        `where[0]`), its `series` targets or the moments of its `steps`
+        (checked per-step targets), `weights`, and `varying`'s error."""
+        fragment, first = where
+        if first == 0:
+            self.offsets[fragment] = len(self.ids)
+        if self.first is None:
+            self.first = panel.subset([0])
+        self.keys.append((fragment, first, panel.n_series))
+        if varying is not None and self.varying is None:
+            self.varying, self.varying_key = varying, self.keys[-1]
+        self.ids.extend(panel.ids)
+        self.lengths.append(panel.lengths)
+        count, mean, std = series_statistics(panel.values)
+        self.missing = self.missing or bool((count < panel.lengths[:, None]).any())
+        self.counts.append(count)
+        self.means.append(mean)
+        self.stds.append(std)
+        for t in panel.times:
+            self.gaps.add(np.diff(t))
+        if series is not None:
+            self.targets.append(series)
+        if steps is not None:
+            target_mean, target_std = series_moments(steps)
+            self.target_means.append(target_mean)
+            self.target_stds.append(target_std)
+        if weights is not None:
+            self.weights.append(weights)
+
+    def preprocessing(self, standardize, time_handling: str, first_gap: float, weights, encoder: str) -> Preprocessing:
+        """The `Preprocessing`: the features' scaling (`standardize`: True
+        is `"global"`, False `"none"`, `"auto"` resolved here: `_scaling`)
+        with each series weighted by `weights`; an observed-channel mask if
+        any value is missing; the time scale, the median gap (unweighted:
+        it describes the sampling, not the series' importance)."""
+        counts, means, stds = (np.concatenate(a) for a in (self.counts, self.means, self.stds))
+        like = self.first  # the columns, kind of time, time zone
+        never = np.flatnonzero(~(counts.sum(axis=0) > 0))
+        if never.size:
+            raise ValueError(
+                f"column {like.columns[int(never[0])]!r} is NaN in every training series (series "
+                f"{self.ids[0]!r} to {self.ids[-1]!r}): a feature never observed cannot be learned; "
+                "drop it before fitting"
+            )
+        scaling = {True: "global", False: "none"}.get(standardize, standardize)
+        location, scale = np.zeros(like.n_features), np.ones(like.n_features)
+        if scaling in ("global", "auto"):
+            location, std = pooled_from_moments(counts, means, stds, weights)
+            scale = np.where(std > 0, std, 1.0)
+        if scaling in ("series", "auto"):
+            series_location, series_scale = reference_from_moments(means, stds, weights)
+            if scaling == "auto":
+                scaling = choose_scaling(scale, series_scale)
+            if scaling == "series":
+                location, scale = series_location, series_scale
+        return Preprocessing(
+            columns=tuple(like.columns),
+            feature_mean=location,
+            feature_std=scale,
+            missing_indicator=self.missing,
+            time_scale=float(self.gaps.median()),
+            time_kind=like.time_kind,
+            scaling=scaling,
+            time_handling=time_handling,
+            first_gap=float(first_gap),
+            tz=like.tz,
+            explicit_times=not like.default_times,
+            encoder=encoder,
         )
-    scaling = {True: "global", False: "none"}.get(standardize, standardize)
-    location, scale = np.zeros(panel.n_features), np.ones(panel.n_features)
-    if scaling in ("global", "auto"):
-        location, std = pooled_from_moments(counts, means, stds, weights)
-        scale = np.where(std > 0, std, 1.0)
-    if scaling in ("series", "auto"):
-        series_location, series_scale = reference_from_moments(means, stds, weights)
-        if scaling == "auto":
-            scaling = choose_scaling(scale, series_scale)
-        if scaling == "series":
-            location, scale = series_location, series_scale
-    return Preprocessing(
-        columns=tuple(panel.columns),
-        feature_mean=location,
-        feature_std=scale,
-        missing_indicator=missing,
-        time_scale=float(time_scale),
-        time_kind=panel.time_kind,
-        scaling=scaling,
-        time_handling=time_handling,
-        first_gap=float(first_gap),
-        tz=panel.tz,
-        explicit_times=not panel.default_times,
-        encoder=encoder,
-    )
+
+
+def learn_preprocessing(panel: RaggedPanel, standardize, time_handling="gaps", first_gap=1.0, weights=None, encoder="identity"):
+    """The `Preprocessing` of the training `panel`, each series weighted by
+    `weights`: `Statistics.preprocessing` of one chunk."""
+    stats = Statistics()
+    stats.add(panel)
+    return stats.preprocessing(standardize, time_handling, first_gap, weights, encoder)

@@ -2,122 +2,23 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import equinox as eqx
-import jax.numpy as jnp
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.metrics import r2_score
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import is_parquet_source, to_targets
+from ..data import is_parquet_source
 from ..nn import GaussianHead
-from ..training import SquaredErrorInUnits, gaussian_nll_loss, mse_loss
-from ._base import S5Estimator, with_shared_parameters
-from ._scaling import pooled_from_moments, weighted_mean_std
-
-REGRESSION_LOSSES = {"mse": mse_loss, "gaussian_nll": gaussian_nll_loss}
+from ._base import S5Estimator, SequenceEstimator, with_shared_parameters
+from ._task import REGRESSION_LOSSES, Regression
 
 
-@dataclasses.dataclass(frozen=True)
-class TargetScaling:
-    mean: np.ndarray
-    std: np.ndarray
-    is_1d: bool
-    columns: tuple | None = None  # y's column names, for pandas output
-
-
-def _target_scaling(mean, std, is_1d, columns) -> TargetScaling:
-    """Targets scaled by their (weighted) mean and standard deviation (k,);
-    a constant target by 1."""
-    return TargetScaling(mean, np.where(std > 0, std, 1.0), is_1d, columns)
-
-
-class RegressionTask:
-    """The regression half of a sequence regressor (`S5Regressor`,
-    `CRURegressor`): targets standardised in fit and restored in predict,
-    the loss named by `_regression_loss`, model selection by MSE in the
-    targets' units (`history_`'s `valid_mse`), `predict(return_std=)`, R²
-    `score`, `partial_fit`. Mixed into a `SequenceEstimator`."""
-
-    @property
-    def _regression_loss(self) -> str:
-        """The loss's name in `REGRESSION_LOSSES`."""
-        raise NotImplementedError
-
-    def _loss_fn(self):
-        return REGRESSION_LOSSES[self._regression_loss]
-
-    _metric_name = "mse"
-
-    def _metric(self, scaling):
-        # Model selection compares MSE in the targets' own units.
-        return SquaredErrorInUnits(jnp.asarray(scaling.std, jnp.float32))
-
-    def _encode_targets(self, y, panel, *, state=None, classes=None, weights=None):
-        targets = to_targets(y, panel, numeric=True)
-        per_step = targets.kind == "per_step"
-        items = [np.asarray(v, np.float64) for v in targets.values] if per_step else None
-        if per_step:
-            stacked = np.concatenate([v.reshape(len(v), -1) for v in items])
-        else:
-            stacked = np.asarray(targets.values, np.float64).reshape(panel.n_series, -1)
-        if state is None:
-            rows = None if weights is None else (np.repeat(weights, [len(v) for v in items]) if per_step else weights)
-            scaling = _target_scaling(*weighted_mean_std(stacked, rows), targets.is_1d, targets.columns)
-        else:
-            scaling = state
-            if stacked.shape[1] != len(scaling.mean):
-                raise ValueError(
-                    f"y has {stacked.shape[1]} targets per {'step' if per_step else 'series'}; "
-                    f"the model has {len(scaling.mean)}"
-                )
-
-        def scale(values):
-            return ((values - scaling.mean) / scaling.std).astype(np.float32)
-
-        if per_step:
-            encoded = tuple(scale(v.reshape(len(v), -1)) for v in items)
-        else:
-            encoded = scale(stacked)
-        return encoded, per_step, scaling
-
-    def _target_state_from_moments(self, counts, means, stds, weights=None, *, is_1d=True, columns=None):
-        """The scaling `_encode_targets` learns from per-step targets, from
-        each series' number of steps (n, 1), mean and standard deviation of
-        its k targets ((n, k); `pooled_from_moments`), each series weighted
-        by `weights` (n,): for targets streamed from Parquet, which are
-        never all in memory."""
-        return _target_scaling(*pooled_from_moments(counts, means, stds, weights), is_1d, columns)
-
-    def _set_target_state(self, scaling):
-        self._target_scaling = scaling
-
-    def _target_state(self):
-        return self._target_scaling
-
-    def _n_outputs(self, scaling):
-        return len(scaling.mean)
-
-    def _fitted_metadata(self):
-        s = self._target_scaling
-        return {
-            "target_mean": s.mean.tolist(),
-            "target_std": s.std.tolist(),
-            "target_1d": s.is_1d,
-            "target_columns": None if s.columns is None else list(s.columns),
-        }
-
-    def _target_state_from_metadata(self, metadata):
-        columns = metadata.get("target_columns")
-        return TargetScaling(
-            np.asarray(metadata["target_mean"]),
-            np.asarray(metadata["target_std"]),
-            metadata["target_1d"],
-            None if columns is None else tuple(columns),
-        )
+class SequenceRegressor(RegressorMixin, SequenceEstimator):
+    """The scikit-learn surface of a sequence regressor (`S5Regressor`,
+    `CRURegressor`): `predict(return_std=)` in the targets' units, R²
+    `score`, `partial_fit`; the task is a `Regression` (`_task`). Abstract."""
 
     def partial_fit(self, X, y, sample_weight=None, *, times=None):
         """One epoch over (X, y), continuing from the current model (no
@@ -141,43 +42,16 @@ class RegressionTask:
         always pandas, indexed by its ids in file order (for per-step
         models by `(id, time)`)."""
         check_is_fitted(self, "model_")
-        if return_std and self._fitted_loss != "gaussian_nll":
+        # The fitted network's loss (a later `set_params` does not change its head).
+        if return_std and self._architecture_.get("loss", self._task().loss) != "gaussian_nll":
             raise ValueError("return_std=True needs a Gaussian head: fit with loss='gaussian_nll'")
         panel, outputs = self._predict_outputs(X, times)
-        means, stds = self._unscaled(outputs)
+        means, stds = self._task().predictions(outputs, self._target_state, self.per_step_)
         if as_frame or is_parquet_source(X):
-            columns = self._target_scaling.columns
+            columns = self._target_state.columns
             means = self._as_frame(means, panel, columns)
             stds = None if stds is None else self._as_frame(stds, panel, columns)
         return (means, stds) if return_std else means
-
-    @property
-    def _fitted_loss(self) -> str:
-        """The loss of the fitted network (a later `set_params` does not change its head)."""
-        return self._architecture_.get("loss", self._regression_loss)
-
-    def _unscaled(self, outputs):
-        """Network outputs → (means, stds) in the targets' units and layout."""
-        s = self._target_scaling
-
-        def unscale(item):
-            if isinstance(item, tuple):
-                mean, var = item
-                return mean * s.std + s.mean, np.sqrt(var) * s.std
-            return item * s.std + s.mean, None
-
-        pairs = [unscale(item) for item in outputs]
-        means = [m for m, _ in pairs]
-        stds = [d for _, d in pairs]
-        if s.is_1d:
-            means = [m[..., 0] for m in means]
-            stds = [None if d is None else d[..., 0] for d in stds]
-        if not stds or stds[0] is None:
-            stds = None  # (a per-step model without a Gaussian head too: a list of None was no std)
-        if not self.per_step_:
-            means = np.stack(means)
-            stds = None if stds is None else np.stack(stds)
-        return means, stds
 
     def score(self, X, y, sample_weight=None, *, times=None):
         """R² of the predictions. `y` is aligned with X as in `fit`; for
@@ -188,7 +62,7 @@ class RegressionTask:
         or an (id, time)-indexed pandas y (docs/scaling.md); a per-step
         model takes per-step targets."""
         panel, outputs, truth, sample_weight = self._scored(X, y, sample_weight, times, numeric=True)
-        prediction, _ = self._unscaled(outputs)
+        prediction, _ = self._task().predictions(outputs, self._target_state, self.per_step_)
         if self.per_step_:
             if sample_weight is not None:
                 sample_weight = np.repeat(np.asarray(sample_weight, np.float64), panel.lengths)
@@ -201,7 +75,7 @@ class RegressionTask:
         return tags
 
 
-class S5Regressor(RegressionTask, RegressorMixin, S5Estimator):
+class S5Regressor(SequenceRegressor, S5Estimator):
     r"""S5 regression on ragged, irregularly sampled series (scikit-learn API).
 
     Each series is a sequence of observations at strictly increasing times;
@@ -298,9 +172,8 @@ class S5Regressor(RegressionTask, RegressorMixin, S5Estimator):
 
     _parameter_constraints = {**S5Estimator._parameter_constraints, "loss": [StrOptions(set(REGRESSION_LOSSES))]}
 
-    @property
-    def _regression_loss(self) -> str:
-        return self.loss
+    def _task(self) -> Regression:
+        return Regression(self.loss)
 
     def _make_head(self, n_outputs, key):
         if self.loss == "gaussian_nll":

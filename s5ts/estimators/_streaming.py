@@ -1,41 +1,32 @@
 """Fit and predict from a long-format Parquet data set, streamed
 (`s5ts.data.open_parquet` for the layout and order it needs).
 
-`fit` makes one statistics pass over the data set in file order that
-gathers what the in-memory path learns from the whole panel: every series'
-id and length, the number of observed values, mean and standard deviation
-of each feature per series (from which the pooled statistics of `"global"`
-scaling and the reference of `"series"` scaling follow exactly, up to
-rounding: `pooled_from_moments`, `reference_from_moments`), whether any
-value is missing, the median gap (`MedianGap`: exact up to 2²² gaps, then a
-log-histogram within 3.4·10⁻⁴), each series' target(s) and weight (from
-`sample_weight`'s column), and, for per-step targets (target columns of
-which one varies within a series, a target data set laid out as X, or an
-(id, time)-indexed y: `TargetRows`), each series' count, mean and standard
-deviation of each target, from which the target scaling follows as in
-memory. Then training epochs stream the files again (`StreamedSequences`;
-per-step targets are read along with the features, a target data set in
-lockstep with X). Memory: one record batch and one chunk of series (of X,
-and of a target data set), the padded batches' buffers (`rows` series per
-length bucket), and O(n_series × n_features) small per-series numbers. `predict` and `score` hold what they return: one
-output (and for `score` one target) per series, or per observation of a
-per-step model.
+`fit` reads it as a source (`ParquetSource`): one statistics pass in file
+order (`Statistics`; per-step targets — target columns of which one varies
+within a series, a target data set laid out as X, or an (id, time)-indexed
+y: `TargetRows` — kept as each series' moments), then training epochs
+stream the files again (`StreamedSequences`; per-step targets read along
+with the features, a target data set in lockstep with X). Memory: one
+record batch and one chunk of series (of X, and of a target data set), the
+padded batches' buffers (`rows` series per length bucket), and
+O(n_series × n_features) small per-series numbers. `predict` and `score`
+hold what they return: one output (and for `score` one target) per
+series, or per observation of a per-step model.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from typing import final
 
 import numpy as np
 import pandas as pd
 
 from ..data import (
-    MedianGap,
     ParquetSeries,
     RaggedPanel,
     is_parquet_source,
-    merge_in_file_order,
     open_parquet,
     order_by_ids,
     steps_by_series,
@@ -50,8 +41,9 @@ from ..training import (
     own_files,
     predict_outputs,
 )
-from ._preprocessing import finish_preprocessing
-from ._scaling import series_moments, series_statistics
+from ._preprocessing import Statistics
+from ._source import AbstractSource, ids_panel
+from ._task import AbstractTask, check_sample_weight
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,11 +61,6 @@ class TargetRows:
     is_1d: bool
     aligned: ParquetSeries | None = None
     by_step: dict | None = None
-
-    @property
-    def names(self) -> tuple | None:
-        """The target names of 2-D targets (`TargetScaling.columns`), else None."""
-        return None if self.is_1d else self.columns
 
     @property
     def per_step_only(self) -> bool:
@@ -126,7 +113,7 @@ class TargetRows:
 
     def per_step(self, rows: dict, panel: RaggedPanel) -> list:
         """One (L_i,) / (L_i, k) array of targets per series of `panel`."""
-        return _series_rows(self.stacked(rows), panel)
+        return np.split(panel.rows_in_order(self.stacked(rows)), np.cumsum(panel.lengths)[:-1])
 
 
 def read_targets(source: ParquetSeries, targets: TargetRows | None, *, extra=(), order=None):
@@ -196,147 +183,25 @@ def open_source(
     return source, targets, weight_column
 
 
-def ids_panel(ids, like: RaggedPanel, times=None) -> RaggedPanel:
-    """A panel of the series `ids` without feature data (no columns), with
-    `like`'s kind of time and names, and `times` (a sequence of (L_i,)
-    arrays; default: each series of length 0): what targets are aligned
-    with (`to_targets`) and predictions indexed by (`series_index`, and
-    `step_index` with `times`)."""
-    if times is None:
-        times = (np.zeros(0),) * len(ids)
-    values = tuple(np.zeros((len(t), 0)) for t in times)
-    return dataclasses.replace(
-        like, ids=tuple(ids), values=values, times=tuple(times), columns=(), ids_are_labels=True, row_series=None,
-        row_order=None,
-    )
-
-
-def _series_rows(values: np.ndarray, panel: RaggedPanel) -> list:
-    """Per-row `values` of a chunk (`SeriesChunk.extra`) cut into one
-    (L_i,) array per series of its `panel`."""
-    return np.split(panel.rows_in_order(values), np.cumsum(panel.lengths)[:-1])
-
-
-@dataclasses.dataclass
-class _Statistics:
-    """What the statistics pass gathers (see the module docstring)."""
-
-    ids: list = dataclasses.field(default_factory=list)
-    lengths: list = dataclasses.field(default_factory=list)
-    counts: list = dataclasses.field(default_factory=list)
-    means: list = dataclasses.field(default_factory=list)
-    stds: list = dataclasses.field(default_factory=list)
-    targets: list = dataclasses.field(default_factory=list)
-    target_means: list = dataclasses.field(default_factory=list)
-    target_stds: list = dataclasses.field(default_factory=list)
-    weights: list = dataclasses.field(default_factory=list)
-    # The error of the first series whose target column varies (None: the
-    # column is constant within every series).
-    varying: ValueError | None = None
-    offsets: dict = dataclasses.field(default_factory=dict)
-    first: RaggedPanel | None = None
-    missing: bool = False
-    gaps: MedianGap = dataclasses.field(default_factory=MedianGap)
-    # Each chunk's (fragment, first series in it, series): the order that
-    # `merged` restores across processes; and the key of `varying`'s chunk.
-    keys: list = dataclasses.field(default_factory=list)
-    varying_key: tuple | None = None
-
-    #: The lists with one entry per chunk (those that have any).
-    PER_CHUNK = ("lengths", "counts", "means", "stds", "targets", "target_means", "target_stds", "weights")
-
-    @property
-    def parts(self) -> np.ndarray:
-        """(n,) the file (fragment) of every series."""
-        return np.repeat(np.array([k[0] for k in self.keys], np.int64), [k[2] for k in self.keys])
-
-    @classmethod
-    def merged(cls, parts: list["_Statistics"]) -> "_Statistics":
-        """The statistics of every process's share (`parts`) as one pass over
-        the whole data set in file order would have gathered them: the
-        chunks of all shares sorted by file and place (each is read as one
-        process reads it), the gaps merged."""
-        out = cls()
-        merge_in_file_order(parts, out, ("ids",), cls.PER_CHUNK)
-        owned = [part for part in parts if part.keys]
-        if owned:
-            out.first = min(owned, key=lambda part: part.keys[0]).first
-        varied = [part for part in parts if part.varying is not None]
-        if varied:
-            first = min(varied, key=lambda part: part.varying_key)
-            out.varying, out.varying_key = first.varying, first.varying_key
-        out.missing = any(part.missing for part in parts)
-        for part in parts:
-            out.gaps.merge(part.gaps)
-        return out
-
-    def add(self, chunk, targets: TargetRows | None, rows, weight_column, per_step: bool) -> None:
-        panel = chunk.panel
-        if chunk.first == 0:
-            self.offsets[chunk.fragment] = len(self.ids)
-        if self.first is None:
-            self.first = panel.subset([0])
-        self.keys.append((chunk.fragment, chunk.first, panel.n_series))
-        self.ids.extend(panel.ids)
-        self.lengths.append(panel.lengths)
-        count, mean, std = series_statistics(panel.values)
-        starts = np.concatenate([[0], np.cumsum(panel.lengths)[:-1]])
-        self.missing = self.missing or bool((count < panel.lengths[:, None]).any())
-        self.counts.append(count)
-        self.means.append(mean)
-        self.stds.append(std)
-        for t in panel.times:
-            self.gaps.add(np.diff(t))
-        if targets is not None:
-            if not targets.per_step_only:
-                try:
-                    self.targets.append(targets.per_series(rows, panel))
-                except ValueError as error:  # one target per observation, or an error
-                    self.targets.append(targets.stacked(rows)[starts])
-                    if self.varying is None:
-                        self.varying, self.varying_key = error, self.keys[-1]
-            if per_step:  # checked as in memory (finite, numeric), then each series' moments
-                steps = to_targets(targets.per_step(rows, panel), panel, numeric=True, kind="per_step").values
-                target_mean, target_std = series_moments(steps)
-                self.target_means.append(target_mean)
-                self.target_stds.append(target_std)
-        if weight_column is not None:
-            self.weights.append(panel.rows_to_series(chunk.extra[weight_column], f"column {weight_column!r}"))
-
-
-def statistics_pass(
-    source: ParquetSeries,
-    targets: TargetRows | None,
-    weight_column=None,
-    per_step: bool = False,
-    owners: np.ndarray | None = None,
-) -> _Statistics:
-    """One pass over `source` in file order (`_Statistics`), with the
-    `targets` read along; `per_step`: also each series' moments of its
-    targets. Across processes (`owners`: `file_owners`), each reads its
-    own files (`share_statistics`) and the shares are merged
-    (`_Statistics.merged`)."""
-    if owners is None:
-        stats = share_statistics(source, targets, weight_column, per_step)
-    else:
-        stats = _Statistics.merged(
-            gather_results(lambda: share_statistics(source, targets, weight_column, per_step, own_files(owners)))
-        )
-        source.check_unique(stats.ids, stats.parts)
-    if stats.first is None:
-        raise ValueError(f"{source.where} holds no rows")
-    return stats
-
-
 def share_statistics(
     source: ParquetSeries, targets: TargetRows | None, weight_column=None, per_step: bool = False, files=None
-) -> _Statistics:
-    """The statistics of the `files` of `source` (indices; default: all,
-    in file order)."""
-    stats = _Statistics()
-    extra = () if weight_column is None else (weight_column,)
+) -> Statistics:
+    """The statistics of the `files` of `source` (indices; default: all, in
+    file order), the targets one per series (where a column varies within
+    a series, its first row's and the error) or, `per_step`, their moments."""
+    stats, extra = Statistics(), () if weight_column is None else (weight_column,)
     for chunk, rows in read_targets(source, targets, extra=extra, order=files):
-        stats.add(chunk, targets, rows, weight_column, per_step)
+        panel, series, steps, varying, weights = chunk.panel, None, None, None, None
+        if targets is not None and not targets.per_step_only:
+            try:
+                series = targets.per_series(rows, panel)
+            except ValueError as error:  # one target per observation, or an error
+                series, varying = targets.stacked(rows)[np.cumsum(panel.lengths) - panel.lengths], error
+        if targets is not None and per_step:
+            steps = to_targets(targets.per_step(rows, panel), panel, numeric=True, kind="per_step").values
+        if weight_column is not None:
+            weights = panel.rows_to_series(chunk.extra[weight_column], f"column {weight_column!r}")
+        stats.add(panel, (chunk.fragment, chunk.first), series=series, steps=steps, weights=weights, varying=varying)
     return stats
 
 
@@ -375,93 +240,64 @@ def _weights_by_id(sample_weight, ids: RaggedPanel, from_column: list):
     )
 
 
-def training_data(estimator, X, y, *, fitted: bool, classes=None, sample_weight=None):
-    """(prep, per_step, target state, `StreamedSequences`, n_inputs) for a
-    fit on the Parquet data set `X` with targets `y` and `sample_weight`.
+@final
+class ParquetSource(AbstractSource):
+    """The Parquet data set `X` (`open_source`), streamed, with the `task`'s
+    targets `y` and `sample_weight` (`_weights_by_id`). `y` names a column
+    of X or a list of them (one target, or row, per series when each is the
+    same on every row of each series, else one per observation: a per-step
+    model; a fitted model keeps its own kind), or is per step apart from X
+    (`TargetRows`), or one per series by id (`_targets_by_id`)."""
 
-    `y` names a column of X, or a list of them: one target (row) per
-    series when each is the same on every row of each series, else one per
-    observation (a per-step model; a fitted model keeps its own kind); or
-    y is a target data set laid out as X (`TargetRows`): one per
-    observation; or y is given apart from X, one target per series
-    (`_targets_by_id`). `sample_weight`: see `_weights_by_id`, checked by
-    the estimator's `_check_sample_weight`."""
-    source, targets, weight_column = open_source(estimator, X, y, sample_weight=sample_weight)
-    stepped = targets is not None and targets.per_step_only
-    if stepped and not estimator._per_step_targets:
-        raise ValueError(
-            f"{type(estimator).__name__} takes one label per series: with a Parquet X, y names a column "
-            "of X or is given by id; a target data set or an (id, time)-indexed y holds one per observation"
-        )
-    may_step = targets is not None and (estimator.per_step_ if fitted else estimator._per_step_targets)
-    owners = file_owners(source)
-    stats = statistics_pass(source, targets, weight_column, per_step=may_step or stepped, owners=owners)
-    ids = ids_panel(stats.ids, stats.first)
-    if targets is not None:
-        targets.check_ids(ids)
-    sample_weight = estimator._check_sample_weight(_weights_by_id(sample_weight, ids, stats.weights), ids)
-    per_step = stepped or (may_step and (fitted or stats.varying is not None))
-    if stats.varying is not None and not per_step:
-        raise stats.varying
-    if per_step:
-        targets_by_series = None
-        if fitted:
-            target_state = estimator._target_state()
-        else:
-            counts = np.concatenate(stats.lengths)[:, None].astype(np.float64)
-            means, stds = np.concatenate(stats.target_means), np.concatenate(stats.target_stds)
-            target_state = estimator._target_state_from_moments(
-                counts, means, stds, sample_weight, is_1d=targets.is_1d, columns=targets.names
+    def __init__(self, estimator, task: AbstractTask, X, y, sample_weight=None):
+        self.source, self.targets, self.weight_column = open_source(estimator, X, y, sample_weight=sample_weight)
+        self.task, self.y, self.sample_weight = task, y, sample_weight
+        self.owners = file_owners(self.source)
+
+    def statistics(self, per_step):
+        targets = self.targets
+        stepped = targets is not None and targets.per_step_only
+        if stepped and not self.task.takes_per_step:
+            raise ValueError(
+                f"{self.task.__class__.__name__} takes one label per series: with a Parquet X, y names a column "
+                "of X or is given by id; a target data set or an (id, time)-indexed y holds one per observation"
             )
-    else:
-        if targets is None:
-            y_all = _targets_by_id(y, source)
-        elif targets.is_1d:
-            y_all = np.concatenate(stats.targets)
+        may_step = targets is not None and (self.task.takes_per_step if per_step is None else per_step)
+        # One pass in file order; across processes (`owners`) each reads its own files, the shares merged.
+        source, args = self.source, (targets, self.weight_column, may_step or stepped)
+        if self.owners is None:
+            stats = share_statistics(source, *args)
         else:
-            y_all = pd.DataFrame(np.concatenate(stats.targets), index=pd.Index(ids.ids), columns=list(targets.columns))
-        targets_by_series, _, target_state = estimator._encode_targets(
-            y_all, ids, state=estimator._target_state() if fitted else None, classes=classes, weights=sample_weight
-        )
-    weights = estimator._weights(sample_weight, ids, targets_by_series, target_state)
-    lengths = np.concatenate(stats.lengths)
-    if fitted:
-        prep = estimator.preprocessing_
-        prep.check(stats.first)
-    else:
-        counts, means, stds = (np.concatenate(a) for a in (stats.counts, stats.means, stats.stds))
-        prep = finish_preprocessing(
-            stats.first,
-            counts,
-            means,
-            stds,
-            stats.missing,
-            stats.gaps.median(),
-            estimator.standardize,
-            estimator._time_handling,
-            estimator.first_gap,
-            weights,
-            estimator.encoder,
-        )
-    n_inputs = prep.n_inputs(stats.first)
-    offsets = stats.offsets
+            stats = Statistics.merged(gather_results(lambda: share_statistics(source, *args, own_files(self.owners))))
+            source.check_unique(stats.ids, stats.parts)
+        if stats.first is None:
+            raise ValueError(f"{source.where} holds no rows")
+        ids = ids_panel(stats.ids, stats.first)
+        if targets is not None:
+            targets.check_ids(ids)
+            stats.is_1d, stats.columns = targets.is_1d, None if targets.is_1d else targets.columns
+        stats.sample_weight = check_sample_weight(_weights_by_id(self.sample_weight, ids, stats.weights), ids)
+        stats.per_step = stepped or (may_step and (per_step is not None or stats.varying is not None))
+        if stats.varying is not None and not stats.per_step:
+            raise stats.varying
+        if targets is None:
+            stats.series_y = _targets_by_id(self.y, self.source)
+        return stats
 
-    def chunks(rng):
-        order = own_files(owners, None if rng is None else rng.permutation(len(source.fragments)))
-        for chunk, rows in read_targets(source, targets if per_step else None, order=order):
-            panel = prep.check(chunk.panel)
-            positions = offsets[chunk.fragment] + chunk.first + np.arange(panel.n_series)
-            if per_step:
-                chunk_targets, _, _ = estimator._encode_targets(targets.per_step(rows, panel), panel, state=target_state)
-            else:
-                chunk_targets = targets_by_series[positions]
-            data = prep.transform(panel, chunk_targets, per_step, None if weights is None else weights[positions])
-            yield positions, data
+    def sequences(self, stats, make, elapsed):
+        source, owners, offsets = self.source, self.owners, stats.offsets
+        targets = self.targets if stats.per_step else None
 
-    elapsed = prep.handling.elapsed
-    shares = None if owners is None else FileShares(stats.parts, owners)
-    data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=per_step, elapsed=elapsed, shares=shares)
-    return prep, per_step, target_state, data, n_inputs
+        def chunks(rng):
+            order = own_files(owners, None if rng is None else rng.permutation(len(source.fragments)))
+            for chunk, rows in read_targets(source, targets, order=order):
+                positions = offsets[chunk.fragment] + chunk.first + np.arange(chunk.panel.n_series)
+                steps = None if targets is None else targets.per_step(rows, chunk.panel)
+                yield positions, make(chunk.panel, positions, steps)
+
+        shares = None if owners is None else FileShares(stats.parts, owners)
+        lengths = np.concatenate(stats.lengths)
+        return StreamedSequences(lengths=lengths, chunks=chunks, per_step=stats.per_step, elapsed=elapsed, shares=shares)
 
 
 def predict(estimator, X, *, targets=None, weight_column=None, read=None) -> tuple[RaggedPanel, list, list]:
