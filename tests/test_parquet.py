@@ -179,7 +179,7 @@ def test_statistics_of_shares_merged_equal_one_pass(tmp_path, varying):
     owners = np.array([1, 0, 2, 0, 1])
     shares = [_streaming.share_statistics(source, targets, "w", True, np.flatnonzero(owners == p)) for p in range(3)]
     merged = Statistics.merged(shares[::-1])  # in any order of processes
-    assert merged.ids == whole.ids and merged.keys == whole.keys and merged.offsets == whole.offsets
+    assert (merged.ids, merged.ledger.keys, merged.ledger.offsets) == (whole.ids, whole.ledger.keys, whole.ledger.offsets)
     for name in Statistics.PER_CHUNK:
         got, want = getattr(merged, name), getattr(whole, name)
         assert len(got) == len(want), name
@@ -188,7 +188,7 @@ def test_statistics_of_shares_merged_equal_one_pass(tmp_path, varying):
     assert merged.first.ids == whole.first.ids and merged.missing and whole.missing
     assert merged.gaps.median() == whole.gaps.median()
     assert (merged.varying is None) == (not varying) and str(merged.varying) == str(whole.varying)
-    np.testing.assert_array_equal(merged.parts, np.repeat(np.arange(5), np.bincount(whole.parts)))
+    np.testing.assert_array_equal(merged.ledger.parts, np.repeat(np.arange(5), np.bincount(whole.ledger.parts)))
     with pytest.raises(ValueError, match="series 's003' appears again"):
         source.check_unique(["s001", "s003", "s002", "s003"], [0, 0, 1, 3])
 

@@ -10,7 +10,6 @@ from ._batching import make_batches as make_batches
 from ._batching import pad_batch as pad_batch
 from ._batching import plan_buckets as plan_buckets
 from ._chunk_ledger import ChunkLedger as ChunkLedger
-from ._chunk_ledger import merge_in_file_order as merge_in_file_order
 from ._median_gap import MedianGap as MedianGap
 from ._panel import LAYOUTS as LAYOUTS
 from ._panel import RaggedPanel as RaggedPanel
@@ -45,7 +44,6 @@ __all__ = [
     "gaps_from_times",
     "is_parquet_source",
     "make_batches",
-    "merge_in_file_order",
     "open_parquet",
     "order_by_ids",
     "pad_batch",

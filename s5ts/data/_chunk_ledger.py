@@ -73,15 +73,3 @@ class ChunkLedger:
         (or empty: nothing gathered) as one list in file order."""
         return [lists[p][c] for p, c, _ in self.origins if lists[p]]
 
-
-def merge_in_file_order(parts: list, out, per_series: tuple, per_chunk: tuple) -> None:
-    """`ChunkLedger.merged` of statistics (`parts`) that keep `ids`, `offsets`
-    and `keys` among their fields, into `out`'s, and their lists
-    `per_series` and `per_chunk` (for `s5ts.estimators`, until its
-    statistics hold a `ChunkLedger`)."""
-    ledger = ChunkLedger.merged([ChunkLedger(part.ids, part.offsets, part.keys) for part in parts])
-    out.offsets.update(ledger.offsets)
-    out.keys.extend(ledger.keys)
-    for name in (*per_series, *per_chunk):
-        merge = ledger.per_series if name in per_series else ledger.per_chunk
-        getattr(out, name).extend(merge([getattr(part, name) for part in parts]))

@@ -17,7 +17,7 @@ import dataclasses
 
 import numpy as np
 
-from ..data import MedianGap, RaggedPanel, check_columns, gaps_from_times, merge_in_file_order
+from ..data import ChunkLedger, MedianGap, RaggedPanel, SeriesChunk, check_columns, gaps_from_times
 from ..training import Sequences
 from ._scaling import (
     choose_scaling,
@@ -153,7 +153,7 @@ class Statistics:
     targets one per series or each series' moments of its per-step
     targets, the weights; then what the source decides from them."""
 
-    ids: list = dataclasses.field(default_factory=list)
+    ledger: ChunkLedger = dataclasses.field(default_factory=ChunkLedger)
     lengths: list = dataclasses.field(default_factory=list)
     counts: list = dataclasses.field(default_factory=list)
     means: list = dataclasses.field(default_factory=list)
@@ -163,13 +163,9 @@ class Statistics:
     target_stds: list = dataclasses.field(default_factory=list)
     weights: list = dataclasses.field(default_factory=list)
     varying: ValueError | None = None  # of the first series whose target column varies
-    offsets: dict = dataclasses.field(default_factory=dict)
     first: RaggedPanel | None = None
     missing: bool = False
     gaps: MedianGap = dataclasses.field(default_factory=MedianGap)
-    # Each chunk's (fragment, first series in it, series): the order that
-    # `merged` restores across processes; and the key of `varying`'s chunk.
-    keys: list = dataclasses.field(default_factory=list)
     varying_key: tuple | None = None
     per_step: bool = False
     is_1d: bool = True
@@ -181,9 +177,8 @@ class Statistics:
     PER_CHUNK = ("lengths", "counts", "means", "stds", "targets", "target_means", "target_stds", "weights")
 
     @property
-    def parts(self) -> np.ndarray:
-        """(n,) the file (fragment) of every series."""
-        return np.repeat(np.array([k[0] for k in self.keys], np.int64), [k[2] for k in self.keys])
+    def ids(self) -> list:
+        return self.ledger.ids
 
     @classmethod
     def merged(cls, parts: list["Statistics"]) -> "Statistics":
@@ -191,11 +186,11 @@ class Statistics:
         the whole data set in file order would have gathered them: the
         chunks of all shares sorted by file and place (each is read as one
         process reads it), the gaps merged."""
-        out = cls()
-        merge_in_file_order(parts, out, ("ids",), cls.PER_CHUNK)
-        owned = [part for part in parts if part.keys]
+        ledger = ChunkLedger.merged([part.ledger for part in parts])
+        out = cls(ledger, **{name: ledger.per_chunk([getattr(part, name) for part in parts]) for name in cls.PER_CHUNK})
+        owned = [part for part in parts if part.ledger.keys]
         if owned:
-            out.first = min(owned, key=lambda part: part.keys[0]).first
+            out.first = min(owned, key=lambda part: part.ledger.keys[0]).first
         varied = [part for part in parts if part.varying is not None]
         if varied:
             first = min(varied, key=lambda part: part.varying_key)
@@ -205,19 +200,15 @@ class Statistics:
             out.gaps.merge(part.gaps)
         return out
 
-    def add(self, panel: RaggedPanel, where=(0, 0), *, series=None, steps=None, weights=None, varying=None) -> None:
-        """Gather the chunk `panel` (from place `where[1]` of file
-        `where[0]`), its `series` targets or the moments of its `steps`
-        (checked per-step targets), `weights`, and `varying`'s error."""
-        fragment, first = where
-        if first == 0:
-            self.offsets[fragment] = len(self.ids)
+    def add(self, chunk: SeriesChunk, *, series=None, steps=None, weights=None, varying=None) -> None:
+        """Gather the `chunk`, its `series` targets or the moments of its
+        `steps` (checked per-step targets), `weights`, and `varying`'s error."""
+        panel = chunk.panel
         if self.first is None:
             self.first = panel.subset([0])
-        self.keys.append((fragment, first, panel.n_series))
+        self.ledger.add(chunk)
         if varying is not None and self.varying is None:
-            self.varying, self.varying_key = varying, self.keys[-1]
-        self.ids.extend(panel.ids)
+            self.varying, self.varying_key = varying, self.ledger.keys[-1]
         self.lengths.append(panel.lengths)
         count, mean, std = series_statistics(panel.values)
         self.missing = self.missing or bool((count < panel.lengths[:, None]).any())
@@ -281,5 +272,5 @@ def learn_preprocessing(panel: RaggedPanel, standardize, time_handling="gaps", f
     """The `Preprocessing` of the training `panel`, each series weighted by
     `weights`: `Statistics.preprocessing` of one chunk."""
     stats = Statistics()
-    stats.add(panel)
+    stats.add(SeriesChunk(panel, {}, 0, 0))
     return stats.preprocessing(standardize, time_handling, first_gap, weights, encoder)

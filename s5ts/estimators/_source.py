@@ -16,7 +16,7 @@ from typing import final
 import numpy as np
 import pandas as pd
 
-from ..data import RaggedPanel, to_targets
+from ..data import RaggedPanel, SeriesChunk, to_targets
 from ..training import SequenceData
 from ._preprocessing import Preprocessing, Statistics
 from ._task import AbstractTask, check_sample_weight
@@ -52,7 +52,8 @@ class InMemory(AbstractSource):
     def statistics(self, per_step):
         targets, stepped = self.targets, self.targets.kind == "per_step"
         stats = Statistics(per_step=stepped, is_1d=targets.is_1d, columns=targets.columns, sample_weight=self.sample_weight)
-        stats.add(self.panel, series=None if stepped else targets.values, steps=targets.values if stepped else None)
+        values = targets.values
+        stats.add(SeriesChunk(self.panel, {}, 0, 0), series=None if stepped else values, steps=values if stepped else None)
         return stats
 
     def sequences(self, stats, make, elapsed):

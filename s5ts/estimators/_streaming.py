@@ -201,7 +201,7 @@ def share_statistics(
             steps = to_targets(targets.per_step(rows, panel), panel, numeric=True, kind="per_step").values
         if weight_column is not None:
             weights = panel.rows_to_series(chunk.extra[weight_column], f"column {weight_column!r}")
-        stats.add(panel, (chunk.fragment, chunk.first), series=series, steps=steps, weights=weights, varying=varying)
+        stats.add(chunk, series=series, steps=steps, weights=weights, varying=varying)
     return stats
 
 
@@ -269,7 +269,7 @@ class ParquetSource(AbstractSource):
             stats = share_statistics(source, *args)
         else:
             stats = Statistics.merged(gather_results(lambda: share_statistics(source, *args, own_files(self.owners))))
-            source.check_unique(stats.ids, stats.parts)
+            source.check_unique(stats.ids, stats.ledger.parts)
         if stats.first is None:
             raise ValueError(f"{source.where} holds no rows")
         ids = ids_panel(stats.ids, stats.first)
@@ -285,17 +285,17 @@ class ParquetSource(AbstractSource):
         return stats
 
     def sequences(self, stats, make, elapsed):
-        source, owners, offsets = self.source, self.owners, stats.offsets
+        source, owners, ledger = self.source, self.owners, stats.ledger
         targets = self.targets if stats.per_step else None
 
         def chunks(rng):
             order = own_files(owners, None if rng is None else rng.permutation(len(source.fragments)))
             for chunk, rows in read_targets(source, targets, order=order):
-                positions = offsets[chunk.fragment] + chunk.first + np.arange(chunk.panel.n_series)
+                positions = ledger.positions(chunk)
                 steps = None if targets is None else targets.per_step(rows, chunk.panel)
                 yield positions, make(chunk.panel, positions, steps)
 
-        shares = None if owners is None else FileShares(stats.parts, owners)
+        shares = None if owners is None else FileShares(ledger.parts, owners)
         lengths = np.concatenate(stats.lengths)
         return StreamedSequences(lengths=lengths, chunks=chunks, per_step=stats.per_step, elapsed=elapsed, shares=shares)
 
