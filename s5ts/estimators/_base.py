@@ -413,7 +413,8 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         check_is_fitted(self, "model_")
         if is_parquet_source(X):
             _no_times(times)
-            panel, outputs, truth, weights = _streaming.scored(self, X, y, sample_weight, numeric=numeric)
+            backprop = self._prediction_backprop()
+            panel, outputs, truth, weights = _streaming.scored(self, X, y, backprop, sample_weight, numeric=numeric)
             return panel, self._check_finite(panel, outputs), truth, weights
         panel = self._panel(X, times, self.preprocessing_)
         kind = "per_step" if self.per_step_ else "sequence"
@@ -426,7 +427,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         check_is_fitted(self, "model_")
         if is_parquet_source(X):
             _no_times(times)
-            panel, outputs, _ = _streaming.predict(self, X)
+            panel, outputs, _ = _streaming.predict(self, X, self._prediction_backprop())
             return panel, self._check_finite(panel, outputs)
         panel = self._panel(X, times, self.preprocessing_)
         return panel, self._predict_panel(panel)

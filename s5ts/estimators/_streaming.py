@@ -300,12 +300,12 @@ class ParquetSource(AbstractSource):
         return StreamedSequences(lengths=lengths, chunks=chunks, per_step=stats.per_step, elapsed=elapsed, shares=shares)
 
 
-def predict(estimator, X, *, targets=None, weight_column=None, read=None) -> tuple[RaggedPanel, list, list]:
+def predict(estimator, X, backprop, *, targets=None, weight_column=None, read=None) -> tuple[RaggedPanel, list, list]:
     """(a panel of X's ids, without data, with their times for a per-step
     model; the network's outputs per series, in X's order, per step trimmed
     to (L_i, ...); `read(chunk, rows)` of every chunk read, in order, with
     its `targets`' rows (`TargetRows.read`)) for the fitted `estimator` and
-    the Parquet data set `X`: a cheap pass over the id column for the
+    the Parquet data set `X`, its network run as `backprop` says: a cheap pass over the id column for the
     lengths, then one over the data (`predict_outputs` over a
     `StreamedSequences`, batched as in memory), with the `targets` (None or
     `TargetRows`) and `weight_column` (a name, or None) read along. A
@@ -333,7 +333,7 @@ def predict(estimator, X, *, targets=None, weight_column=None, read=None) -> tup
 
     shares = None if owners is None else FileShares(fragment, owners)
     data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=estimator.per_step_, cap_length=False, shares=shares)
-    outputs = predict_outputs(estimator.model_, data, estimator.batch_size, estimator._prediction_backprop())
+    outputs = predict_outputs(estimator.model_, data, estimator.batch_size, backprop)
     if owners is not None:  # every process's chunks, in file order
         records = sorted((r for part in allgather_objects(records) for r in part), key=lambda r: r[:2])
     times = [t for r in records for t in r[3]] if estimator.per_step_ else None
@@ -357,7 +357,7 @@ def series_lengths(source: ParquetSeries, owners: np.ndarray | None) -> tuple[li
     return ids, lengths, where
 
 
-def scored(estimator, X, y, sample_weight=None, *, numeric: bool):
+def scored(estimator, X, y, backprop, sample_weight=None, *, numeric: bool):
     """(a panel of X's ids, the network's outputs, the true targets, the
     series' weights or None) for the `score` of a fitted `estimator` on the
     Parquet data set `X`, streamed: `y` names columns of X or is a target
@@ -385,7 +385,7 @@ def scored(estimator, X, y, sample_weight=None, *, numeric: bool):
             weight = chunk.panel.rows_to_series(chunk.extra[weight_column], f"column {weight_column!r}")
         return truth, weight
 
-    panel, outputs, parts = predict(estimator, X, targets=targets, weight_column=weight_column, read=read)
+    panel, outputs, parts = predict(estimator, X, backprop, targets=targets, weight_column=weight_column, read=read)
     if targets is not None:
         targets.check_ids(panel)
     if targets is None:
