@@ -227,17 +227,6 @@ class S5Forecaster(BaseForecaster):
         values = [mean[:, j] + sd[:, j] * norm.ppf(a) for j in range(mean.shape[1]) for a in alpha]
         return pd.DataFrame(np.stack(values, axis=1), index=index, columns=columns)
 
-    def _predict_interval(self, fh, X, coverage):
-        mean, var, index = self._forecast(fh, X)
-        sd = np.sqrt(var)
-        columns = self._get_columns(method="predict_interval", coverage=coverage)
-        values = []
-        for j in range(mean.shape[1]):
-            for c in coverage:
-                half = sd[:, j] * norm.ppf(0.5 + 0.5 * c)
-                values += [mean[:, j] - half, mean[:, j] + half]
-        return pd.DataFrame(np.stack(values, axis=1), index=index, columns=columns)
-
     # ------------------------------------------------------------------
 
     @classmethod
