@@ -43,18 +43,10 @@ def simulate(
 
     Per sub-step: $\omega \leftarrow \omega + h(c\sin\theta - \mu\omega)$, then
     $\theta \leftarrow \theta + h\omega$ (the new $\omega$). After each frame:
-    $\omega \leftarrow \omega + \varepsilon_k$, $\theta \leftarrow \theta \bmod 2\pi$.
-
-    **Arguments:**
-
-    - `theta0`: initial angles, shape (N,), $\theta = 0$ up.
-    - `transition_noise`: the noise added to $\omega$ after each of the F
-      frame transitions, shape (F, N) (F = 99 for the data set).
-
-    **Returns:**
-
-    `(theta, omega)`, each of shape (N, F + 1): the state at every frame,
-    frame 0 being `(theta0, 0)`.
+    $\omega \leftarrow \omega + \varepsilon_k$ (`transition_noise`, F = 99 for
+    the data set), $\theta \leftarrow \theta \bmod 2\pi$; `theta0` with
+    $\theta = 0$ up. Returns `(theta, omega)` at every frame, frame 0 being
+    `(theta0, 0)`.
     """
     theta0 = np.asarray(theta0, dtype=np.float64)
     transition_noise = np.asarray(transition_noise, dtype=np.float64)

@@ -58,24 +58,12 @@ def noise_factors(
     t2: Float[np.ndarray, " N"],
     n_clean: int = N_CLEAN,
 ) -> Float[np.ndarray, "N F+1"]:
-    r"""The per-frame image-noise factors of N sequences.
-
-    A clipped random walk $f_{k+1} = \mathrm{clip}(f_k + s_k, 0, 1)$, rescaled
-    by $\mathrm{clip}((f - t_1)/(t_2 - t_1), 0, 1)$ so that it saturates at
-    0 (pure noise) and 1 (clean), and forced to 1 on the first `n_clean`
-    frames.
-
-    **Arguments:**
-
-    - `f0`: starting values, U(0, 1), shape (N,).
-    - `steps`: increments, U(−r, r), shape (F, N).
-    - `t1`, `t2`: lower and upper thresholds, shape (N,).
-    - `n_clean`: number of leading frames kept clean.
-
-    **Returns:**
-
-    Factors in [0, 1] of shape (N, F + 1).
-    """
+    r"""The per-frame image-noise factors in [0, 1] of N sequences: a clipped
+    random walk $f_{k+1} = \mathrm{clip}(f_k + s_k, 0, 1)$ from `f0` ~ U(0, 1)
+    with increments `steps` ~ U(−r, r), rescaled by
+    $\mathrm{clip}((f - t_1)/(t_2 - t_1), 0, 1)$ between the thresholds `t1`,
+    `t2` so that it saturates at 0 (pure noise) and 1 (clean), and forced to 1
+    on the first `n_clean` frames."""
     f = np.empty((f0.shape[0], steps.shape[0] + 1))
     f[:, 0] = f0
     for k in range(steps.shape[0]):

@@ -94,47 +94,19 @@ PRESETS = {
 
 
 def make_model(name: str, preset: Preset, seed: int, *, verbose: bool = False):
-    """The estimator for one row of the table."""
+    """The estimator for one row of the table: every epoch trained
+    (`n_iter_no_change=None`), the validation set given to `fit`."""
+    common = dict(validation_fraction=0.0, n_iter_no_change=None, random_state=seed, verbose=verbose)
     if name in _TIME_HANDLING:
-        return S5Regressor(
-            **S5_PAPER_CONFIG,
-            time_handling=_TIME_HANDLING[name],
-            max_epochs=preset.s5_epochs,
-            validation_fraction=0.0,
-            n_iter_no_change=None,
-            random_state=seed,
-            verbose=verbose,
-        )
+        return S5Regressor(**S5_PAPER_CONFIG, **common, time_handling=_TIME_HANDLING[name], max_epochs=preset.s5_epochs)
     if name == "CRU":
-        return CRURegressor(
-            **CRU_PAPER_CONFIG,
-            max_epochs=preset.cru_epochs,
-            validation_fraction=0.0,
-            n_iter_no_change=None,
-            random_state=seed,
-            verbose=verbose,
-        )
+        return CRURegressor(**CRU_PAPER_CONFIG, **common, max_epochs=preset.cru_epochs)
     raise ValueError(f"unknown model {name!r}; choose from {MODELS}")
 
 
 def mse(prediction: list, targets: list) -> float:
     """Mean squared error over every observation and output."""
     return float(np.mean((np.concatenate(prediction) - np.concatenate([np.asarray(t) for t in targets])) ** 2))
-
-
-def train_with_selection(model, X_train, y_train, X_valid, y_valid):
-    """Fit with the validation set evaluated after every epoch and the
-    parameters of the epoch with the lowest validation MSE kept (the paper's
-    model selection; `n_iter_no_change=None` trains every epoch).
-
-    **Returns:** the fitted model and its learning curve (per epoch: training
-    loss, validation MSE in the targets' units, training seconds)."""
-    model.fit(X_train, y_train, validation_data=(X_valid, y_valid))
-    curve = [
-        {"epoch": r["epoch"], "train_loss": r["train_loss"], "valid_mse": r["valid_mse"], "seconds": r["train_seconds"]}
-        for r in model.history_
-    ]
-    return model, curve
 
 
 def summarise(runs: list[dict]) -> dict:
@@ -243,7 +215,12 @@ def run_pendulum(
             model = make_model(name, config, seed, verbose=verbose)
             log(f"{name} seed {seed}: {epochs} epochs on {n_train} sequences")
 
-            best, curve = train_with_selection(model, X_train, y_train, panels["valid"], data["valid"].y)
+            # The paper's model selection: the epoch of the lowest validation MSE is kept.
+            best = model.fit(X_train, y_train, validation_data=(panels["valid"], data["valid"].y))
+            curve = [
+                {"epoch": r["epoch"], "train_loss": r["train_loss"], "valid_mse": r["valid_mse"], "seconds": r["train_seconds"]}
+                for r in best.history_
+            ]
             test_prediction = best.predict(panels["test"])
             runs.append(
                 {

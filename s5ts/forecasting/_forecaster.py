@@ -271,15 +271,17 @@ class Forecaster(BaseEstimator):
             panel = to_panel([frame])
         except ValueError as error:
             raise ValueError(f"forecast times: {error}") from error
-        if (panel.time_kind, panel.tz) != self._meta["time_kind"]:
-            kind, tz = self._meta["time_kind"]
-            raise TypeError(
-                f"the forecast times are {panel.time_kind} (tz {panel.tz}), but the forecaster was "
-                f"fitted on {kind} times (tz {tz})"
-            )
+        self._check_time_kind(panel, "the forecast times are {}")
         seconds = np.empty(len(index))
         seconds[order] = panel.times[0]
         return seconds
+
+    def _check_time_kind(self, panel, what: str) -> None:
+        """A TypeError unless `panel`'s times are of the fitted kind; `what` names them, "{}" their kind."""
+        kind, tz = self._meta["time_kind"]
+        if (panel.time_kind, panel.tz) != (kind, tz):
+            fitted = f"but the forecaster was fitted on {kind} times (tz {tz})"
+            raise TypeError(f"{what.format(panel.time_kind)} (tz {panel.tz}), {fitted}")
 
     def _output_index(self, when: pd.Index) -> pd.Index:
         ids = list(self.series_)
@@ -308,11 +310,7 @@ class Forecaster(BaseEstimator):
             raise ValueError("the forecaster was fitted with exogenous X, so update needs X too")
         source = FramesSource.of(y, None if columns is None else X, columns)
         panel = source.chunk.panel
-        if (panel.time_kind, panel.tz) != self._meta["time_kind"]:
-            kind, tz = self._meta["time_kind"]
-            raise TypeError(
-                f"y has {panel.time_kind} times (tz {panel.tz}), but the forecaster was fitted on {kind} times (tz {tz})"
-            )
+        self._check_time_kind(panel, "y has {} times")
         records = dict(self.series_)
         for one in source.series:
             x = None if one.x is None else np.nan_to_num((one.x - self._x_mean) / self._x_std, nan=0.0)

@@ -139,11 +139,6 @@ def query_nll(outputs, targets, weights):
 
 
 @eqx.filter_jit
-def _final_states(network, u, gaps, mask, state):
-    return tuple(s[-1] for s in network.states(u, gaps, mask, state=state))
-
-
-@eqx.filter_jit
 def _every_state(network, u, gaps, mask, state):
     return network.states(u, gaps, mask, state=state)
 
@@ -162,7 +157,7 @@ def _padded(u, gaps):
 
 def advance(network: SequenceNetwork, state: State, u, gaps) -> State:
     """The states after steps `(u, gaps)` from `state`."""
-    return _final_states(network, *_padded(u, gaps), state)
+    return tuple(s[-1] for s in states_after_each_step(network, state, u, gaps))
 
 
 def states_after_each_step(network: SequenceNetwork, state: State, u, gaps) -> tuple[Complex[Array, "L P"], ...]:

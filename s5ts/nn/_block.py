@@ -62,20 +62,17 @@ class HalfGLU2(eqx.Module):
         return x * jax.nn.sigmoid(self.gate(jax.nn.gelu(x)))
 
 
-ACTIVATIONS = ("gelu", "glu", "half_glu", "half_glu2")
+_GATED = {"glu": GLU, "half_glu": HalfGLU, "half_glu2": HalfGLU2}
+ACTIVATIONS = ("gelu", *_GATED)
 
 
 def make_activation(name: str, features: int, *, key: PRNGKeyArray, dtype=None) -> eqx.Module:
     """Map the user-facing name to its module (parameters of `dtype`)."""
     if name == "gelu":
         return GELU()
-    if name == "glu":
-        return GLU(features, key=key, dtype=dtype)
-    if name == "half_glu":
-        return HalfGLU(features, key=key, dtype=dtype)
-    if name == "half_glu2":
-        return HalfGLU2(features, key=key, dtype=dtype)
-    raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+    if name not in _GATED:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+    return _GATED[name](features, key=key, dtype=dtype)
 
 
 class S5Block(eqx.Module):

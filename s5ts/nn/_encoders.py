@@ -20,14 +20,8 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 
 class IdentityEncoder(eqx.Module):
-    """Passes the features through unchanged (`out_features == in_features`).
-
-    For tabular series: the network's own input projection does the rest.
-
-    **Arguments:**
-
-    - `in_features`: the number of features per step.
-    """
+    """Passes the `in_features` features of a step through unchanged: for
+    tabular series, the network's own input projection does the rest."""
 
     in_features: int = eqx.field(static=True)
     out_features: int = eqx.field(static=True)
@@ -39,7 +33,6 @@ class IdentityEncoder(eqx.Module):
         self.out_features = in_features
 
     def __call__(self, x: Float[Array, " d"]) -> Float[Array, " d"]:
-        """**Arguments:** `x`, shape (d,). **Returns:** `x`."""
         return x
 
 
@@ -178,18 +171,9 @@ ENCODERS = ("identity", "pendulum_cnn")
 
 
 def make_encoder(name: str, in_features: int, *, key: PRNGKeyArray, dtype=None) -> IdentityEncoder | PendulumCNN:
-    """Build a per-step encoder from its name.
-
-    **Arguments:**
-
-    - `name`: `"identity"` or `"pendulum_cnn"`.
-    - `in_features`: features per step; `"pendulum_cnn"` needs 576 (one
-      24×24 frame flattened row-major).
-    - `key`: a `jax.random.PRNGKey` (unused by `"identity"`).
-    - `dtype`: of the parameters (None: JAX's default float).
-
-    **Returns:** the encoder module.
-    """
+    """The per-step encoder `name` of `in_features` features a step
+    (`"pendulum_cnn"` needs 576: one 24×24 frame flattened row-major),
+    parameters of `dtype` (None: JAX's default float)."""
     if name == "identity":
         return IdentityEncoder(in_features)
     if name == "pendulum_cnn":

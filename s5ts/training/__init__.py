@@ -45,14 +45,12 @@ from ._loop import (
     train_step,
 )
 from ._losses import (
-    LOSSES,
     VARIANCE_FLOOR,
     SquaredErrorInUnits,
     cross_entropy_loss,
     gaussian_nll_loss,
     mse_loss,
     point_prediction,
-    squared_error,
 )
 from ._optimizer import (
     make_optimizer,
@@ -75,7 +73,6 @@ __all__ = [
     "LoopState",
     "EarlyStopping",
     "FileShares",
-    "LOSSES",
     "NetworkSpec",
     "NonFiniteLossError",
     "Placement",
@@ -128,7 +125,6 @@ __all__ = [
     "shard_plan",
     "share_files",
     "split_validation",
-    "squared_error",
     "steps_per_epoch",
     "thin_observations",
     "to_default_device",

@@ -95,17 +95,21 @@ def _inputs(batch: dict) -> dict:
     return {name: batch[name] for name in INPUTS if name in batch}
 
 
-@eqx.filter_jit
-def predict_batch(model, batch):
-    """The network's outputs on every row of `batch` (inference)."""
-    return model.batch(batch["u"], batch["gaps"], batch["mask"], batch.get("extra"), inference=True)
+def run_batch(model, batch, states, keys, inference):
+    """(the network's outputs on every row of `batch`, the states its rows
+    end in): the whole rows (`states` None: `model.batch`), or continuing
+    from the carried `states` (per block (B, P)) with their gradient
+    stopped (`model.batch_run`: a chunk). Row i's dropout key is `keys[i]`."""
+    u, gaps, mask, extra = batch["u"], batch["gaps"], batch["mask"], batch.get("extra")
+    if states is None:
+        return model.batch(u, gaps, mask, extra, keys=keys, inference=inference), None
+    return model.batch_run(u, gaps, mask, extra, jax.lax.stop_gradient(states), keys=keys, inference=inference)
 
 
 @eqx.filter_jit
-def predict_chunk(model, batch, states):
-    """(per-step outputs (B, C, ...), states after each row's last real step)
-    of one chunk, continuing from `states` (per block (B, P))."""
-    return model.batch_run(batch["u"], batch["gaps"], batch["mask"], batch.get("extra"), states, inference=True)
+def predict_batch(model, batch, states=None):
+    """`run_batch` in inference."""
+    return run_batch(model, batch, states, None, True)
 
 
 class AbstractBackprop(abc.ABC):
@@ -155,7 +159,7 @@ class WholeSequences(AbstractBackprop):
         return None
 
     def forward(self, model, batch, rows, per_step):
-        yield batch, predict_batch(model, _inputs(batch))
+        yield batch, predict_batch(model, _inputs(batch))[0]
 
 
 @final
@@ -211,7 +215,7 @@ class TruncatedBackprop(AbstractBackprop):
         placement = placement_for(rows)
         states = zero_states(model, rows)
         for chunk in chunk_batch(batch, self.chunk_length):
-            outputs, states = predict_chunk(model, placement.put_batch(_inputs(chunk)), states)
+            outputs, states = predict_batch(model, placement.put_batch(_inputs(chunk)), states)
             yield chunk, outputs
 
 

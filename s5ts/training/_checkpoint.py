@@ -41,7 +41,7 @@ import numpy as np
 
 from ._distributed import allgather_objects
 from ._early_stopping import EarlyStopping
-from ._sequences import Sequences
+from ._sequences import PER_SERIES, Sequences
 
 #: Checkpoints kept in a directory (older ones are deleted after a save).
 MAX_TO_KEEP = 2
@@ -100,7 +100,7 @@ def _digest_into(digest, sequences) -> None:
                 for share in allgather_objects(mine.digest()):
                     digest.update(share)
             continue
-        for name in ("inputs", "gaps", "extra", "targets", "weights"):
+        for name in PER_SERIES:
             digest.update(name.encode())
             items = getattr(data, name)
             if items is None:

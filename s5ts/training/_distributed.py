@@ -120,13 +120,8 @@ def check_same_data(digest: str) -> None:
     supplies its rows of batches drawn from its own copy, so copies that
     differ would train on a mixture without any error. Nothing to check in
     a single process."""
-    if not is_distributed():
-        return
-    from jax.experimental import multihost_utils
-
-    mine = np.frombuffer(bytes.fromhex(digest), np.uint8)
-    everyone = np.asarray(multihost_utils.process_allgather(mine))
-    differ = [p for p in range(len(everyone)) if not np.array_equal(everyone[p], everyone[0])]
+    everyone = allgather_objects(digest)
+    differ = [p for p, seen in enumerate(everyone) if seen != everyone[0]]
     if differ:
         raise ValueError(
             f"process {differ[0]} was given other training data than process 0: every process must call "
@@ -160,20 +155,17 @@ def initialize(
     """Start JAX's multi-controller runtime before any JAX computation, with
     CPU collectives over TCP (gloo) and short failure timeouts.
 
-    Each argument left None is read from its environment variable:
-    `JAX_COORDINATOR_ADDRESS` (`host:port` of process 0, reachable from
-    every process), `S5TS_NUM_PROCESSES`, `S5TS_PROCESS_ID` (0 ..
-    N - 1), `S5TS_HEARTBEAT_TIMEOUT` (default 20 s),
-    `S5TS_INITIALIZATION_TIMEOUT` (default 60 s). `JAX_COORDINATOR_BIND_ADDRESS`
-    restricts where process 0 listens (default: every interface).
+    **Arguments** (each left None is read from the environment variable named):
 
-    **Arguments:**
-
-    - `coordinator_address`: `"host:port"` of process 0.
-    - `num_processes`, `process_id`: the number of processes and this one's.
+    - `coordinator_address`: `"host:port"` of process 0, reachable from
+      every process (`JAX_COORDINATOR_ADDRESS`; `JAX_COORDINATOR_BIND_ADDRESS`
+      restricts where process 0 listens, default every interface).
+    - `num_processes`, `process_id` (0 .. N - 1): the number of processes and
+      this one's (`S5TS_NUM_PROCESSES`, `S5TS_PROCESS_ID`).
     - `heartbeat_timeout`: seconds of silence after which a process counts
-      as dead and the others fail.
-    - `initialization_timeout`: seconds to wait for every process to connect.
+      as dead and the others fail (`S5TS_HEARTBEAT_TIMEOUT`, default 20).
+    - `initialization_timeout`: seconds to wait for every process to connect
+      (`S5TS_INITIALIZATION_TIMEOUT`, default 60).
 
     **Returns:** True when the runtime was started (or had been, by an
     earlier call); False when nothing is configured (no coordinator

@@ -30,7 +30,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from jax.sharding import PartitionSpec
 
-from ._backprop import AbstractBackprop, WholeSequences, backprop_for
+from ._backprop import AbstractBackprop, WholeSequences, backprop_for, run_batch
 from ._cache import release_compiled_programs
 from ._checkpoint import Checkpoints, LoopState
 from ._devices import gather_rows, placement_for, to_default_device
@@ -85,57 +85,42 @@ def timed(fn, *args):
 # ----- the compiled functions -----
 
 
-def _run(model, batch, states, keys, inference):
-    """(the network's outputs on every row of `batch`, the states its rows
-    end in): the whole rows (`states` None: `model.batch`), or continuing
-    from the carried `states` with their gradient stopped
-    (`model.batch_run`: truncated back-propagation, `_backprop`). Row i's
-    dropout key is `keys[i]`."""
-    u, gaps, mask, extra = batch["u"], batch["gaps"], batch["mask"], batch.get("extra")
-    if states is None:
-        return model.batch(u, gaps, mask, extra, keys=keys, inference=inference), None
-    return model.batch_run(u, gaps, mask, extra, jax.lax.stop_gradient(states), keys=keys, inference=inference)
-
-
-def _mean_loss(outputs, batch, loss_fn):
+def _summed_loss(model, batch, states, keys, loss_fn):
+    """(the batch's weighted sum of losses, (its sum of weights, the states its rows end in))."""
+    outputs, after = run_batch(model, batch, states, keys, inference=False)
     total, count = loss_fn(outputs, batch["y"], batch["weights"])
-    return total / jnp.maximum(count, 1e-12)
+    return total, (count, after)
 
 
 def _loss_and_grads(model, batch, states, key, loss_fn, mesh):
     """(the batch's mean loss, its gradient with respect to the model's
-    inexact arrays, the states its rows end in: `_run`). Row i's dropout
+    inexact arrays, the states its rows end in: `run_batch`). Row i's dropout
     key is `jax.random.split(key, rows)[i]`.
 
-    With `mesh` (the batch's rows split over its devices, `_devices`), data
-    parallelism is written out with `jax.shard_map`: each device takes the
-    gradient of the summed loss of its own rows, and the sums (loss, weight,
-    gradients) are added across devices in one all-reduce of one flat
-    vector, then divided by the total weight. Left to XLA's partitioner,
-    the step made three all-reduces with the gradient arrays as separate
-    operands (28 in all for the default network), and XLA's CPU collectives (gloo) make one
-    round trip per array: across two processes on one machine the sum of
-    the default network's gradients took 13.6 ms (106 ms with each process
-    pinned to a core) against 1.9 ms as one vector (docs/scaling.md,
+    With `mesh` (the batch's rows split over its devices, `_devices`), each
+    device takes the gradient of the summed loss of its own rows
+    (`jax.shard_map`), and the sums (loss, weight, gradients) are added
+    across devices as one flat vector, then divided by the total weight:
+    XLA's CPU collectives (gloo) make a round trip per array, and the
+    default network's 28 gradient arrays took 13.6 ms to sum across two
+    processes against 1.9 ms as one vector (docs/scaling.md,
     `benchmarks/collectives.py`). Carried states stay with their rows."""
     keys = None if key is None else jax.random.split(key, batch["u"].shape[0])
     if mesh is None:
 
         def mean_loss(model):
-            outputs, after = _run(model, batch, states, keys, inference=False)
-            return _mean_loss(outputs, batch, loss_fn), after
+            total, (count, after) = _summed_loss(model, batch, states, keys, loss_fn)
+            return total / jnp.maximum(count, 1e-12), after
 
         (loss, after), grads = eqx.filter_value_and_grad(mean_loss, has_aux=True)(model)
         return loss, grads, after
     arrays, static = eqx.partition(model, eqx.is_array)
 
     def summed(arrays, batch, states, keys):
-        def total(model):
-            outputs, after = _run(model, batch, states, keys, inference=False)
-            total_loss, count = loss_fn(outputs, batch["y"], batch["weights"])
-            return total_loss, (count, after)
-
-        (total_loss, (count, after)), grads = eqx.filter_value_and_grad(total, has_aux=True)(eqx.combine(arrays, static))
+        model = eqx.combine(arrays, static)
+        (total_loss, (count, after)), grads = eqx.filter_value_and_grad(_summed_loss, has_aux=True)(
+            model, batch, states, keys, loss_fn
+        )
         flat, unflatten = ravel_pytree((total_loss, count, grads))
         return unflatten(jax.lax.psum(flat, "rows")), after
 
@@ -223,14 +208,12 @@ def predict_outputs(model, data: SequenceData, batch_size: int, backprop: Abstra
 def predicted_batches(
     model, data: SequenceData, batch_size: int, backprop: AbstractBackprop = WholeSequences()
 ) -> Iterator[tuple[np.ndarray, np.ndarray, dict, list]]:
-    """`predict_outputs` one batch at a time: `(indices, rows, batch,
-    outputs)` with the positions of the batch's series, the rows of the
-    padded batch they are in (its first rows, but across processes streamed
-    data has padding in every process's block), the batch (its targets
-    included, if `data` has them; across processes split over them:
-    `gather_rows` brings a key's rows to every process) and the outputs of
-    its series (as `predict_outputs` gives them), so a caller can reduce
-    them without holding every series' outputs."""
+    """`predict_outputs` one batch at a time, for a caller that reduces them
+    without holding every series' outputs: `(indices, rows, batch,
+    outputs)`, the positions of the batch's series, the rows of the padded
+    batch they are in (across processes streamed data has padding in every
+    process's block), the batch (split over the processes: `gather_rows`)
+    and its series' outputs."""
     rows = batch_rows(len(data), batch_size)
     data = _forward_only(data)
     lengths = data.lengths

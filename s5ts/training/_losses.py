@@ -48,11 +48,6 @@ def point_prediction(outputs):
     return outputs[0] if isinstance(outputs, tuple) else outputs
 
 
-def squared_error(outputs, targets, weights):
-    """MSE of the point prediction (the model-selection metric)."""
-    return mse_loss(point_prediction(outputs), targets, weights)
-
-
 class SquaredErrorInUnits(eqx.Module):
     """MSE of the point prediction in the targets' original units, for
     targets standardised with `std` (K,): the model-selection metric."""
@@ -62,6 +57,3 @@ class SquaredErrorInUnits(eqx.Module):
     def __call__(self, outputs, targets, weights):
         error = point_prediction(outputs) - targets
         return _weighted((error * jnp.broadcast_to(self.std, error.shape)) ** 2, weights)
-
-
-LOSSES = {"mse": mse_loss, "gaussian_nll": gaussian_nll_loss, "cross_entropy": cross_entropy_loss}

@@ -23,11 +23,10 @@ from ._thinning import draw_kept, keep_observations
 
 class SequenceData(abc.ABC):
     """What training, evaluation and prediction read: series with known
-    lengths, batched into padded batches of the length buckets of
-    `plan_buckets`. `Sequences` holds them in memory; `StreamedSequences`
-    reads them chunk by chunk (`_streaming`). Each batches its own way
-    (`iterate_batches`); the plan of an epoch (how many batches, of which
-    padded lengths: `batch_lengths`) is the same for the same series."""
+    lengths, in padded batches of the length buckets of `plan_buckets`, in
+    memory (`Sequences`) or read chunk by chunk (`StreamedSequences`). Each
+    batches its own way; the plan of an epoch (`batch_lengths`) is the same
+    for the same series."""
 
     per_step: bool
     cap_length: bool
@@ -64,12 +63,24 @@ class SequenceData(abc.ABC):
         return np.repeat(buckets, [math.ceil(c / rows) for c in counts]).astype(np.int64)
 
     def steps_per_epoch(self, rows: int) -> int:
-        """The number of batches an epoch takes."""
         return len(self.batch_lengths(rows))
 
     def _padded(self) -> np.ndarray:
         """(n,) the padded length (bucket) of every series."""
         return assign_buckets(self.lengths, plan_buckets(self.lengths, cap=self.cap_length))
+
+    def _thinned(self, batch, row_lengths, rows, length, rate, rng, mine):
+        """`batch`, this process's rows `mine` of a batch of `rows` rows whose
+        first ones hold series of `row_lengths` (0: padding), with each
+        observation dropped with probability `rate` (`observation_dropout`).
+        Drawn over the whole batch's mask, known from the lengths alone, so
+        every process draws the same numbers."""
+        if rate <= 0:
+            return batch
+        full = np.zeros(rows, np.int64)
+        full[: len(row_lengths)] = row_lengths
+        kept = draw_kept(np.arange(length)[None, :] < full[:, None], rate, rng)[mine]
+        return keep_observations(batch, kept, per_step=self.per_step, elapsed=self.elapsed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,12 +133,7 @@ class Sequences(SequenceData):
         for indices in make_batches(lengths, rows, shuffle=shuffle, rng=rng, buckets=buckets):
             length = int(padded[indices[0]])
             batch = padded_batch(self, indices[mine], mine.stop - mine.start, length)
-            if observation_dropout > 0:
-                row_lengths = np.zeros(rows, np.int64)
-                row_lengths[: len(indices)] = lengths[indices]
-                mask = np.arange(length)[None, :] < row_lengths[:, None]
-                kept = draw_kept(mask, observation_dropout, rng)[mine]
-                batch = keep_observations(batch, kept, per_step=self.per_step, elapsed=self.elapsed)
+            batch = self._thinned(batch, lengths[indices], rows, length, observation_dropout, rng, mine)
             yield indices, placement.put_batch(batch) if place else batch
 
     @property
@@ -135,23 +141,28 @@ class Sequences(SequenceData):
         return np.array([len(g) for g in self.gaps], dtype=np.int64)
 
     def subset(self, indices) -> "Sequences":
-        idx = [int(i) for i in indices]
+        return concatenated([self], [int(i) for i in indices])
 
-        def pick(items):
-            if items is None:
-                return None
-            if isinstance(items, np.ndarray):
-                return items[idx]
-            return tuple(items[i] for i in idx)
 
-        return dataclasses.replace(
-            self,
-            inputs=pick(self.inputs),
-            gaps=pick(self.gaps),
-            extra=pick(self.extra),
-            targets=pick(self.targets),
-            weights=pick(self.weights),
-        )
+#: The fields of `Sequences` with one entry per series.
+PER_SERIES = ("inputs", "gaps", "extra", "targets", "weights")
+
+
+def concatenated(parts: list[Sequences], indices: list[int] | None = None) -> Sequences:
+    """One `Sequences` of the series of `parts`, in order (those at
+    `indices` alone), with the settings of the first."""
+
+    def joined(name):
+        items = [getattr(part, name) for part in parts]
+        if items[0] is None:
+            return None
+        if isinstance(items[0], np.ndarray):
+            whole = np.concatenate(items) if len(items) > 1 else items[0]
+            return whole if indices is None else whole[indices]
+        whole = tuple(x for item in items for x in item)
+        return whole if indices is None else tuple(whole[i] for i in indices)
+
+    return dataclasses.replace(parts[0], **{name: joined(name) for name in PER_SERIES})
 
 
 def split_validation(data: SequenceData, fraction: float, rng: np.random.Generator):
@@ -218,24 +229,15 @@ def iterate_batches(
     observation_dropout: float = 0.0,
     place: bool = True,
 ) -> Iterator[tuple[np.ndarray, dict]]:
-    """(indices, batch) pairs over the length buckets of `plan_buckets`;
-    each batch split over the local devices (`placement_for(rows)`; with
-    `place=False` left as numpy, for a caller that cuts it first).
-
-    `observation_dropout` > 0 (training only) drops each observation of a
-    batch with that probability, drawn from `rng` (`thin_observations`);
-    the batch keeps its shape, so nothing compiles again.
-
-    Across processes each pads only its own rows of every batch
-    (`Placement.local_rows`); the dropped observations are drawn over the
-    whole batch's mask (known from the lengths alone), so every process
-    draws the same numbers and keeps the same batch plan as one process
-    would."""
+    """`data.iterate_batches`, `observation_dropout` checked: > 0 (training
+    only) drops each observation with that probability, drawn from `rng`
+    (`keep_observations`); the batch keeps its shape, so nothing compiles
+    again. Across processes each pads only its own rows of every batch
+    (`Placement.local_rows`)."""
     if not 0.0 <= observation_dropout < 1.0:
         raise ValueError(f"observation_dropout must be in [0, 1), got {observation_dropout!r}")
     return data.iterate_batches(rows, shuffle=shuffle, rng=rng, observation_dropout=observation_dropout, place=place)
 
 
 def steps_per_epoch(data: SequenceData, rows: int) -> int:
-    """The number of batches an epoch over `data` takes."""
     return data.steps_per_epoch(rows)

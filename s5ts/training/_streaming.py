@@ -14,10 +14,8 @@ close together in the stream (within a bucket), not a uniform random draw
 of the bucket; files are read in a random order every epoch, and the batches
 that fill are emitted in the order they fill.
 
-Across `jax.distributed` processes (`shares`: `_shards.FileShares`), each
-process reads only its own files and supplies its block of rows of every
-global batch; `_shards.shard_plan` lays out which series each block holds
-at every step, the same on every process.
+Across `jax.distributed` processes each reads its own files (`shares`,
+`_shards` lays out the steps).
 """
 
 from __future__ import annotations
@@ -32,9 +30,8 @@ import numpy as np
 from ..data import assign_buckets, plan_buckets
 from ._devices import placement_for
 from ._distributed import allgather_objects
-from ._sequences import SequenceData, Sequences, padded_batch
+from ._sequences import SequenceData, Sequences, concatenated, padded_batch
 from ._shards import FileShares, shard_plan
-from ._thinning import draw_kept, keep_observations, thin_observations
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -49,9 +46,8 @@ class StreamedSequences(SequenceData):
     - `per_step`, `cap_length`, `elapsed`: as in `Sequences`.
     - `shares`: across processes, which process reads which series
       (`FileShares`); `chunks(rng)` then yields this process's series
-      alone, its files in the order `rng.permutation(shares.n_files)`
-      (the one draw it makes; file order for `rng` None). None: this
-      process reads every series.
+      alone, its files in the order `rng.permutation(shares.n_files)` (the
+      one draw it makes). None: this process reads every series.
     """
 
     lengths: np.ndarray
@@ -113,10 +109,8 @@ class StreamedSequences(SequenceData):
         observation_dropout: float = 0.0,
         place: bool = True,
     ) -> Iterator[tuple[np.ndarray, dict]]:
-        """(positions, batch) pairs, as `iterate_batches` gives for
-        `Sequences`: every series once, `steps_per_epoch(rows)` batches.
-        Across processes (`shares`), the positions are those of the whole
-        global batch, -1 at rows of padding."""
+        """As `Sequences` batches; across processes (`shares`), the positions
+        are those of the whole global batch, -1 at rows of padding."""
         if self.shares is not None:
             yield from self._sharded_batches(rows, shuffle, rng, observation_dropout, place)
             return
@@ -132,14 +126,8 @@ class StreamedSequences(SequenceData):
 
         def emit(items, length):
             positions = np.array([p for p, _ in items], np.int64)
-            data = _concatenate([one for _, one in items])
-            batch = padded_batch(
-                dataclasses.replace(data, cap_length=self.cap_length), np.arange(len(items)), rows, length
-            )
-            if observation_dropout > 0:
-                batch = thin_observations(
-                    batch, observation_dropout, rng, per_step=self.per_step, elapsed=self.elapsed
-                )
+            batch = padded_batch(concatenated([one for _, one in items]), np.arange(len(items)), rows, length)
+            batch = self._thinned(batch, self.lengths[positions], rows, length, observation_dropout, rng, slice(0, rows))
             return positions, placement.put_batch(batch) if place else batch
 
         for positions, data in self.chunks(rng if shuffle else None):
@@ -190,41 +178,13 @@ class StreamedSequences(SequenceData):
             for position in mine:
                 read_until(int(position))
             items = [arrived.pop(int(p)) for p in mine]
-            data = _concatenate(items) if items else template
-            batch = padded_batch(
-                dataclasses.replace(data, cap_length=self.cap_length), np.arange(len(items)), local, step.length
-            )
+            batch = padded_batch(concatenated(items) if items else template, np.arange(len(items)), local, step.length)
             indices = np.full(rows, -1, np.int64)
-            row_lengths = np.zeros(rows, np.int64)
             for block, positions in zip(blocks, step.rows):
                 indices[block.start : block.start + len(positions)] = positions
-                row_lengths[block.start : block.start + len(positions)] = self.lengths[positions]
-            if observation_dropout > 0:
-                mask = np.arange(step.length)[None, :] < row_lengths[:, None]
-                kept = draw_kept(mask, observation_dropout, rng)[blocks[me]]
-                batch = keep_observations(batch, kept, per_step=self.per_step, elapsed=self.elapsed)
+            row_lengths = np.where(indices >= 0, self.lengths[indices], 0)
+            batch = self._thinned(batch, row_lengths, rows, step.length, observation_dropout, rng, blocks[me])
             yield indices, placement.put_batch(batch) if place else batch
         if next(stream, None) is not None or arrived:
             raise RuntimeError(f"process {me} read series that no step of the plan holds")
 
-
-def _concatenate(parts: list[Sequences]) -> Sequences:
-    """One `Sequences` of the series of `parts`, in order."""
-    first = parts[0]
-
-    def joined(name):
-        items = [getattr(p, name) for p in parts]
-        if items[0] is None:
-            return None
-        if isinstance(items[0], np.ndarray):
-            return np.concatenate(items)
-        return tuple(x for item in items for x in item)
-
-    return dataclasses.replace(
-        first,
-        inputs=joined("inputs"),
-        gaps=joined("gaps"),
-        extra=joined("extra"),
-        targets=joined("targets"),
-        weights=joined("weights"),
-    )
