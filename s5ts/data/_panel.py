@@ -1,18 +1,6 @@
 """User input → `RaggedPanel`, the one ragged representation the models see.
 
-Accepted inputs (see `docs/input-formats.md`):
-
-- a list / tuple / 1-D object array / pandas Series of per-series DataFrames
-  (or Series for univariate data, or plain `(L_i,)` / `(L_i, d)` arrays),
-  each indexed by its time stamps;
-- a DataFrame (or Series) with a two-level `(series, time)` MultiIndex;
-- a long DataFrame with an id column and a time column (`id_col=`,
-  `time_col=`);
-- a 3-D array `(n, L, d)` (or sktime's `(n, d, L)` with `layout="ndl"`) or
-  a 2-D array `(n, L)` (univariate), with optional `times` `(n, L)` or
-  `(L,)`; trailing NaN/NaT times mark padding, so a padded array can hold
-  ragged series (without `times`, trailing rows that are NaN in every
-  feature are padding).
+`to_panel` lists the accepted inputs (see also `docs/input-formats.md`).
 
 Period time stamps stand for their start time (`Period.start_time`).
 Datetime and timedelta times become float seconds, computed from the
@@ -224,14 +212,9 @@ class RaggedPanel:
         return values if self.row_order is None else values[self.row_order]
 
     def rows_to_series(self, values, what: str = "y") -> np.ndarray:
-        """One entry per series from one entry per input row (a long or
-        MultiIndex frame): each series' rows must agree (`one_per_series`).
-
-        **Arguments:** `values`, array-like with first axis `n_rows`; `what`,
-        its name in messages.
-
-        **Returns:** the values of each series' first row, first axis `n`.
-        """
+        """One entry per series (its first row's) from `values`, one per input
+        row of a long or MultiIndex frame; each series' rows must agree
+        (`one_per_series`; `what` names `values` in messages)."""
         if self.row_series is None:
             raise ValueError(f"{what} per row needs X as a long or MultiIndex frame")
         n_rows = self.row_series.shape[0]
@@ -287,48 +270,37 @@ def _times_to_seconds(t, sid=None) -> tuple[np.ndarray, np.ndarray, TimeKind, st
     if isinstance(getattr(t, "dtype", None), pd.PeriodDtype):
         # A period stands for its start (pandas' `Period.start_time`).
         t = pd.PeriodIndex(t).to_timestamp(how="start")
-    if isinstance(t, (pd.Index, pd.Series)):
-        dtype = t.dtype
-    else:
+    if not isinstance(t, (pd.Index, pd.Series)):
         t = np.asarray(t)
-        dtype = t.dtype
+    dtype = t.dtype
     kind_char = dtype.kind if isinstance(dtype, np.dtype) else None
-    if isinstance(dtype, pd.DatetimeTZDtype) or kind_char == "M":
-        idx = pd.DatetimeIndex(np.ravel(t) if isinstance(t, np.ndarray) else t)
-        tz = None if idx.tz is None else str(idx.tz)
-        sec, exact = _ticks_to_seconds(idx.asi8, idx.unit, np.asarray(idx.isna()), shape)
-        return sec, exact, "datetime", tz
-    if kind_char == "m":
-        idx = pd.TimedeltaIndex(np.ravel(t) if isinstance(t, np.ndarray) else t)
-        sec, exact = _ticks_to_seconds(idx.asi8, idx.unit, np.asarray(idx.isna()), shape)
-        return sec, exact, "timedelta", None
+    if isinstance(dtype, pd.DatetimeTZDtype) or kind_char in ("M", "m"):
+        kind = "timedelta" if kind_char == "m" else "datetime"
+        idx = (pd.TimedeltaIndex if kind == "timedelta" else pd.DatetimeIndex)(
+            np.ravel(t) if isinstance(t, np.ndarray) else t
+        )
+        tz = getattr(idx, "tz", None)
+        ticks = np.asarray(idx.asi8, dtype=np.int64)
+        per = _PER_SECOND[idx.unit]
+        whole = np.floor_divide(ticks, per)
+        # Whole seconds are exact in float64; the remainder divided by `per` is
+        # correctly rounded, so 1.5 s stored in ms, us or ns gives the same float.
+        sec = whole.astype(np.float64) + (ticks - whole * per) / per
+        sec[np.asarray(idx.isna())] = np.nan
+        return sec.reshape(shape), ticks.reshape(shape), kind, None if tz is None else str(tz)
     if (
         pd.api.types.is_numeric_dtype(dtype)
         and not pd.api.types.is_bool_dtype(dtype)
         and not pd.api.types.is_complex_dtype(dtype)
     ):
-        if isinstance(t, (pd.Index, pd.Series)):
-            sec = t.to_numpy(dtype=np.float64, na_value=np.nan)
-        else:
-            sec = t.astype(np.float64)
-        sec = sec.reshape(shape)
+        pandas = isinstance(t, (pd.Index, pd.Series))
+        sec = (t.to_numpy(dtype=np.float64, na_value=np.nan) if pandas else t.astype(np.float64)).reshape(shape)
         return sec, sec, "numeric", None
     stringy = pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
     hint = " (parse strings with pd.to_datetime)" if stringy else ""
     raise TypeError(
         f"{_describe(sid)}times must be datetime, timedelta or numeric, got dtype {dtype}{hint}"
     )
-
-
-def _ticks_to_seconds(ticks, unit, nat, shape):
-    per = _PER_SECOND[unit]
-    ticks = np.asarray(ticks, dtype=np.int64)
-    whole = np.floor_divide(ticks, per)
-    # Whole seconds are exact in float64; the remainder divided by `per` is
-    # correctly rounded, so 1.5 s stored in ms, us or ns gives the same float.
-    sec = whole.astype(np.float64) + (ticks - whole * per) / per
-    sec[nat] = np.nan
-    return sec.reshape(shape), ticks.reshape(shape)
 
 
 def _seconds_to_index(sec, kind, tz, name="time") -> pd.Index:
@@ -345,12 +317,8 @@ def _seconds_to_index(sec, kind, tz, name="time") -> pd.Index:
     return idx
 
 
-_SORT_FRAME = "sort the series by time first (e.g. .sort_index())"
-
-
 def _check_times(sid, sec, exact):
-    """Finite, strictly increasing; messages name the series and position
-    (and, for unsorted times, how to sort this kind of input)."""
+    """Finite, strictly increasing; messages name the series and position."""
     bad = ~np.isfinite(sec)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
@@ -369,7 +337,7 @@ def _check_times(sid, sec, exact):
         k = int(np.flatnonzero(~order)[0]) + 1
         raise ValueError(
             f"{_series(sid)}: times are not sorted (position {k} comes before position {k - 1}); "
-            f"{_SORT_FRAME}"
+            "sort the series by time first (e.g. .sort_index())"
         )
     if not (np.diff(sec) > 0).all():
         k = int(np.flatnonzero(np.diff(sec) <= 0)[0]) + 1
@@ -379,34 +347,24 @@ def _check_times(sid, sec, exact):
         )
 
 
-class _TimeKindTracker:
-    """Checks that every series has the same kind of time and the same tz."""
-
-    def __init__(self):
-        self.kind = None
-        self.tz = None
-        self.first = None
-
-    def update(self, sid, kind, tz):
-        if self.kind is None:
-            self.kind, self.tz, self.first = kind, tz, sid
-            return
-        if kind != self.kind:
-            raise TypeError(
-                f"{_series(sid)} has {kind} times but {_series(self.first)} has "
-                f"{self.kind} times; all series must use one kind of time"
-            )
-        if tz != self.tz:
-            if tz is None or self.tz is None:
-                raise ValueError(
-                    f"{_series(sid)} has {'naive' if tz is None else 'tz-aware'} datetimes but "
-                    f"{_series(self.first)} has {'naive' if self.tz is None else 'tz-aware'} ones; "
-                    "do not mix them"
-                )
+def _check_time_kind(sid, kind, tz, first_sid, first_kind, first_tz):
+    """Series `sid` has the same kind of time and the same tz as the first series."""
+    if kind != first_kind:
+        raise TypeError(
+            f"{_series(sid)} has {kind} times but {_series(first_sid)} has "
+            f"{first_kind} times; all series must use one kind of time"
+        )
+    if tz != first_tz:
+        if tz is None or first_tz is None:
             raise ValueError(
-                f"{_series(sid)} has time zone {tz!r} but {_series(self.first)} has {self.tz!r}; "
-                "convert all series to one time zone (e.g. .tz_convert)"
+                f"{_series(sid)} has {'naive' if tz is None else 'tz-aware'} datetimes but "
+                f"{_series(first_sid)} has {'naive' if first_tz is None else 'tz-aware'} ones; "
+                "do not mix them"
             )
+        raise ValueError(
+            f"{_series(sid)} has time zone {tz!r} but {_series(first_sid)} has {first_tz!r}; "
+            "convert all series to one time zone (e.g. .tz_convert)"
+        )
 
 
 # --------------------------------------------------------------------------
@@ -419,36 +377,25 @@ def _frame_features(df: pd.DataFrame, sid=None) -> tuple[np.ndarray, tuple]:
     if df.shape[1] == 0:
         raise ValueError(f"{where}no feature columns")
     columns = tuple(str(c) for c in df.columns)
-    _check_unique_columns(columns, sid)
-    for name, dtype in zip(columns, df.dtypes):
-        _check_feature_dtype(dtype, name, sid)
-    values = df.to_numpy(dtype=np.float64, na_value=np.nan)
-    return values, columns
-
-
-def _check_unique_columns(columns, sid):
     seen = set()
     for c in columns:
         if c in seen:
-            raise ValueError(f"{_describe(sid)}column {c!r} appears more than once")
+            raise ValueError(f"{where}column {c!r} appears more than once")
         seen.add(c)
+    for name, dtype in zip(columns, df.dtypes):
+        if pd.api.types.is_complex_dtype(dtype):
+            raise _complex_error(f"column {name!r}: " if sid is None else f"{_series(sid)}, column {name!r}: ", dtype)
+        if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
+            raise TypeError(
+                f"{where}column {name!r} has non-numeric dtype {dtype}; features must be "
+                "numeric or bool (encode categories and strings first)"
+            )
+    return df.to_numpy(dtype=np.float64, na_value=np.nan), columns
 
 
 def _complex_error(where: str, dtype) -> ValueError:
     """scikit-learn's wording ("Complex data not supported"), in s5ts's terms."""
     return ValueError(f"{where}Complex data not supported (dtype {dtype}); features must be real numbers")
-
-
-def _check_feature_dtype(dtype, name, sid):
-    if pd.api.types.is_complex_dtype(dtype):
-        where = f"column {name!r}: " if sid is None else f"{_series(sid)}, column {name!r}: "
-        raise _complex_error(where, dtype)
-    ok = pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
-    if not ok:
-        raise TypeError(
-            f"{_describe(sid)}column {name!r} has non-numeric dtype {dtype}; features must be "
-            "numeric or bool (encode categories and strings first)"
-        )
 
 
 def _check_values(sid, values, columns):
@@ -464,31 +411,29 @@ def _check_values(sid, values, columns):
         raise ValueError(f"{_series(sid)}: every feature is NaN (no observed value)")
 
 
-def _align_columns(sid, values, columns, reference, ref_sid):
-    """Reorder `values` to `reference` columns; error on different column sets."""
-    if columns == reference:
-        return values
-    if set(columns) == set(reference) and len(columns) == len(reference):
-        pos = {c: j for j, c in enumerate(columns)}
-        return values[:, [pos[c] for c in reference]]
-    missing = [c for c in reference if c not in columns]
-    extra = [c for c in columns if c not in reference]
-    raise ValueError(
-        f"{_series(sid)} has columns {list(columns)} but {_series(ref_sid)} has "
-        f"{list(reference)} (missing: {missing}, unexpected: {extra})"
-    )
+def _column_positions(got: tuple, expected: tuple) -> tuple[list | None, list, list]:
+    """`(positions, missing, unexpected)`: where each `expected` column
+    stands in `got` (None unless both hold the same names, as many), the
+    expected columns not in `got`, the columns of `got` not expected."""
+    got_set, expected_set = set(got), set(expected)
+    missing = [c for c in expected if c not in got_set]
+    unexpected = [c for c in got if c not in expected_set]
+    if missing or unexpected or len(got) != len(expected):
+        return None, missing, unexpected
+    pos = {c: j for j, c in enumerate(got)}
+    return [pos[c] for c in expected], missing, unexpected
 
 
-def _array_features(arr, sid, what="values") -> np.ndarray:
+def _array_features(arr, sid) -> np.ndarray:
     arr = np.asarray(arr)
     if arr.dtype.kind == "c":
-        raise _complex_error(f"{_series(sid)}: {what}: ", arr.dtype)
+        raise _complex_error(f"{_series(sid)}: values: ", arr.dtype)
     if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{_series(sid)}: {what} must be numeric, got dtype {arr.dtype}")
+        raise TypeError(f"{_series(sid)}: values must be numeric, got dtype {arr.dtype}")
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
-        raise ValueError(f"{_series(sid)}: {what} must be 1-D or 2-D, got shape {arr.shape}")
+        raise ValueError(f"{_series(sid)}: values must be 1-D or 2-D, got shape {arr.shape}")
     return arr.astype(np.float64)
 
 
@@ -496,28 +441,12 @@ def _array_features(arr, sid, what="values") -> np.ndarray:
 # builders
 
 
-def _finish(ids, values, times, columns, tracker, ids_are_labels, **provenance) -> RaggedPanel:
-    """The panel; `provenance`: `id_name`, `time_name`, `default_times`, `row_series`, `row_order`."""
-    return RaggedPanel(
-        ids=tuple(ids),
-        values=tuple(values),
-        times=tuple(times),
-        columns=tuple(columns),
-        time_kind=tracker.kind or "numeric",
-        tz=tracker.tz,
-        ids_are_labels=ids_are_labels,
-        **provenance,
-    )
-
-
 def _from_items(items, ids, times, ids_are_labels) -> RaggedPanel:
     if len(items) == 0:
         raise ValueError("X holds no series")
     if times is not None and len(times) != len(items):
         raise ValueError(f"times has {len(times)} entries but X has {len(items)} series")
-    tracker = _TimeKindTracker()
     out_v, out_t = [], []
-    reference = ref_sid = None
     time_names, default_times = set(), False
     for i, (sid, item) in enumerate(zip(ids, items)):
         if isinstance(item, (pd.DataFrame, pd.Series)):
@@ -541,17 +470,25 @@ def _from_items(items, ids, times, ids_are_labels) -> RaggedPanel:
                     f"got {np.shape(t)}"
                 )
             sec, exact, kind, tz = _times_to_seconds(t, sid)
-        tracker.update(sid, kind, tz)
+        if i == 0:
+            first_sid, first_kind, first_tz, reference = sid, kind, tz, columns
+        _check_time_kind(sid, kind, tz, first_sid, first_kind, first_tz)
         _check_values(sid, values, columns)
         _check_times(sid, sec, exact)
-        if reference is None:
-            reference, ref_sid = columns, sid
-        values = _align_columns(sid, values, columns, reference, ref_sid)
+        if columns != reference:
+            positions, missing, extra = _column_positions(columns, reference)
+            if positions is None:
+                raise ValueError(
+                    f"{_series(sid)} has columns {list(columns)} but {_series(first_sid)} has "
+                    f"{list(reference)} (missing: {missing}, unexpected: {extra})"
+                )
+            values = values[:, positions]
         out_v.append(values)
         out_t.append(sec)
     time_name = time_names.pop() if len(time_names) == 1 else None  # one name, or none
-    return _finish(
-        ids, out_v, out_t, reference, tracker, ids_are_labels, time_name=time_name, default_times=default_times
+    return RaggedPanel(
+        tuple(ids), tuple(out_v), tuple(out_t), reference, first_kind, first_tz, ids_are_labels,
+        time_name=time_name, default_times=default_times,
     )
 
 
@@ -569,12 +506,9 @@ def _from_grouped(id_values, time_values, features: pd.DataFrame, *, id_name, ti
     values, columns = _frame_features(features)
     order = np.argsort(codes, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(ids)))])
-    tracker = _TimeKindTracker()
+    kind, tz = "numeric", None
     if time_values is not None:
         sec_all, exact_all, kind, tz = _times_to_seconds(time_values, None)
-        tracker.update(ids[0], kind, tz)
-    else:
-        tracker.update(ids[0], "numeric", None)
     out_v, out_t, out_rows = [], [], []
     for g, sid in enumerate(ids):
         rows = order[bounds[g] : bounds[g + 1]]
@@ -601,14 +535,11 @@ def _from_grouped(id_values, time_values, features: pd.DataFrame, *, id_name, ti
         out_rows.append(rows)
     row_order = np.concatenate(out_rows)
     in_order = bool((row_order == np.arange(row_order.shape[0])).all())
-    return _finish(
-        ids, out_v, out_t, columns, tracker, True,
+    return RaggedPanel(
+        tuple(ids), tuple(out_v), tuple(out_t), columns, kind, tz, True,
         id_name=id_name, time_name=time_name, default_times=time_values is None, row_series=codes,
         row_order=None if in_order else row_order,
     )
-
-
-_AXES = "(n series, L time steps, d features)"
 
 
 def _as_float_array(X: np.ndarray) -> np.ndarray:
@@ -633,7 +564,7 @@ def _from_array(X: np.ndarray, times, layout="nld") -> RaggedPanel:
     elif layout == "ndl":
         X = X.transpose(0, 2, 1)
     n, L, d = X.shape
-    read_as = f"X of shape {given} is read as {_AXES} = {(n, L, d)}"
+    read_as = f"X of shape {given} is read as (n series, L time steps, d features) = {(n, L, d)}"
     if n == 0:
         raise ValueError(
             f"{read_as}: no series (found array with 0 sample(s) (shape={given}) while a minimum of 1 is required)"
@@ -664,8 +595,6 @@ def _from_array(X: np.ndarray, times, layout="nld") -> RaggedPanel:
             raise ValueError(f"times must have shape ({n}, {L}) or ({L},), got {t.shape}: {read_as}{hint}")
         lengths = None
     sec, exact, kind, tz = _times_to_seconds(t)
-    tracker = _TimeKindTracker()
-    tracker.update(0, kind, tz)
     out_v, out_t = [], []
     for i in range(n):
         if lengths is not None:
@@ -685,7 +614,7 @@ def _from_array(X: np.ndarray, times, layout="nld") -> RaggedPanel:
         _check_times(i, sec[i, :L_i], exact[i, :L_i])
         out_v.append(X[i, :L_i])
         out_t.append(sec[i, :L_i])
-    return _finish(range(n), out_v, out_t, columns, tracker, False, default_times=times is None)
+    return RaggedPanel(tuple(range(n)), tuple(out_v), tuple(out_t), columns, kind, tz, default_times=times is None)
 
 
 def to_panel(
@@ -793,15 +722,17 @@ def to_panel(
 
 
 def _from_multiindex(df: pd.DataFrame) -> RaggedPanel:
-    if df.index.nlevels != 2:
-        raise ValueError(
-            f"the MultiIndex must have 2 levels (series, time), got {df.index.nlevels}"
-        )
+    _check_two_levels(df.index)
     names = df.index.names
     return _from_grouped(
         df.index.get_level_values(0), df.index.get_level_values(1), df,
         id_name=names[0], time_name=names[1],
     )
+
+
+def _check_two_levels(index: pd.MultiIndex, what: str = "the MultiIndex") -> None:
+    if index.nlevels != 2:
+        raise ValueError(f"{what} must have 2 levels (series, time), got {index.nlevels}")
 
 
 def _from_long(df: pd.DataFrame, id_col, time_col) -> RaggedPanel:
@@ -874,10 +805,7 @@ def frames_from_multiindex(df: pd.DataFrame | pd.Series) -> list:
     """
     if not isinstance(df, (pd.DataFrame, pd.Series)) or not isinstance(df.index, pd.MultiIndex):
         raise TypeError("frames_from_multiindex needs a DataFrame or Series with a MultiIndex")
-    if df.index.nlevels != 2:
-        raise ValueError(
-            f"the MultiIndex must have 2 levels (series, time), got {df.index.nlevels}"
-        )
+    _check_two_levels(df.index)
     return [g.droplevel(0) for _, g in df.groupby(level=0, sort=False)]
 
 
@@ -896,18 +824,13 @@ def check_columns(panel: RaggedPanel, expected_columns: Sequence, what: str = "X
             f"{what} has {len(got)} feature columns {list(got)} but {len(expected)} were seen in "
             f"fit: {list(expected)}"
         )
-    if set(got) != set(expected):
-        missing = [c for c in expected if c not in got]
-        extra = [c for c in got if c not in expected]
+    positions, missing, extra = _column_positions(got, expected)
+    if positions is None:
         raise ValueError(
             f"{what}'s feature columns differ from those seen in fit: missing {missing}, "
             f"unexpected {extra}"
         )
-    pos = {c: j for j, c in enumerate(got)}
-    perm = [pos[c] for c in expected]
-    return dataclasses.replace(
-        panel, values=tuple(v[:, perm] for v in panel.values), columns=expected
-    )
+    return dataclasses.replace(panel, values=tuple(v[:, positions] for v in panel.values), columns=expected)
 
 
 # --------------------------------------------------------------------------

@@ -1,15 +1,5 @@
-"""Targets y → `Targets`, aligned with a `RaggedPanel`.
-
-Two kinds:
-
-- `"sequence"`: one target per series, `(n,)` or `(n, k)`;
-- `"per_step"`: one target per observed time step, a tuple of `(L_i,)` or
-  `(L_i, k)` arrays.
-
-pandas targets are aligned by series id when the panel's ids are labels
-(MultiIndex, long frame, pandas Series of frames); when the ids are just
-positions (list or array input) y is taken in order, because after an
-sklearn split of a list the positions no longer match y's labels.
+"""Targets y → `Targets`, aligned with a `RaggedPanel`: one per series
+(`"sequence"`) or one per observed step (`"per_step"`); see `to_targets`.
 """
 
 from __future__ import annotations
@@ -20,7 +10,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ._panel import RaggedPanel, _series, _times_to_seconds, one_per_series
+from ._panel import RaggedPanel, _check_two_levels, _series, _times_to_seconds, one_per_series
 
 TargetKind = Literal["sequence", "per_step"]
 
@@ -43,15 +33,13 @@ class Targets:
     columns: tuple | None = None
 
     @property
-    def n_outputs(self) -> int:
-        """k, or 1 for 1-D targets."""
-        first = self.values if self.kind == "sequence" else self.values[0]
-        return 1 if first.ndim == 1 else first.shape[1]
+    def is_1d(self) -> bool:
+        return (self.values if self.kind == "sequence" else self.values[0]).ndim == 1
 
     @property
-    def is_1d(self) -> bool:
-        first = self.values if self.kind == "sequence" else self.values[0]
-        return first.ndim == 1
+    def n_outputs(self) -> int:
+        """k, or 1 for 1-D targets."""
+        return 1 if self.is_1d else (self.values if self.kind == "sequence" else self.values[0]).shape[1]
 
 
 def _is_list_of_series(y) -> bool:
@@ -110,12 +98,15 @@ def _bad_rows(arr: np.ndarray, numeric: bool) -> np.ndarray:
     return bad.reshape(bad.shape[0], -1).any(axis=1) if bad.ndim else bad.reshape(1)
 
 
+def _missing_error(sid, numeric) -> ValueError:
+    return ValueError(f"y for {_series(sid)} " + ("contains NaN or inf" if numeric else "has a missing label (NaN/None)"))
+
+
 def _check_entries(values, sid, numeric):
     """One series' targets: float64 without NaN/inf, or labels without NaN/None."""
     arr = _as_numeric(values, sid) if numeric else np.asarray(values)
     if arr.size and _bad_rows(arr, numeric).any():
-        what = "contains NaN or inf" if numeric else "has a missing label (NaN/None)"
-        raise ValueError(f"y for {_series(sid)} {what}")
+        raise _missing_error(sid, numeric)
     return arr
 
 
@@ -201,9 +192,7 @@ def _sequence_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
     values = _as_numeric(vals) if numeric else vals
     bad = _bad_rows(values, numeric)
     if bad.any():
-        sid = panel.ids[int(np.flatnonzero(bad)[0])]
-        what = "contains NaN or inf" if numeric else "has a missing label (NaN/None)"
-        raise ValueError(f"y for {_series(sid)} {what}")
+        raise _missing_error(panel.ids[int(np.flatnonzero(bad)[0])], numeric)
     return Targets("sequence", values, columns)
 
 
@@ -246,8 +235,7 @@ def steps_by_series(y) -> dict:
 
     **Raises:** `ValueError` when the MultiIndex has other than 2 levels.
     """
-    if y.index.nlevels != 2:
-        raise ValueError(f"y's MultiIndex must have 2 levels (series, time), got {y.index.nlevels}")
+    _check_two_levels(y.index, "y's MultiIndex")
     groups = {}
     for key, group in y.groupby(level=0, sort=False):
         item = group.droplevel(0)
