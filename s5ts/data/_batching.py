@@ -27,9 +27,8 @@ from jaxtyping import Bool, Int, Shaped
 
 
 def bucket_length(L: Integral, min_length: Integral = 8) -> int:
-    """The padded length of a series of length `L`.
-
-    The next power of two ≥ `L`, and at least `min_length`.
+    """The padded length of a series of length `L`: the next power of two
+    ≥ `L`, and at least `min_length`.
 
     >>> bucket_length(5), bucket_length(9), bucket_length(1024), bucket_length(1025)
     (8, 16, 1024, 2048)
@@ -203,11 +202,8 @@ def pad_batch(
     trailing = arrays[0].shape[1:]
     for i, a in enumerate(arrays):
         if a.ndim == 0 or a.shape[1:] != trailing:
-            raise ValueError(
-                f"array {i} has shape {a.shape}; expected (L, {', '.join(map(str, trailing))})"
-                if trailing
-                else f"array {i} has shape {a.shape}; expected (L,)"
-            )
+            expected = f"(L, {', '.join(map(str, trailing))})" if trailing else "(L,)"
+            raise ValueError(f"array {i} has shape {a.shape}; expected {expected}")
         if a.shape[0] > length:
             raise ValueError(f"array {i} has length {a.shape[0]} > padded length {length}")
     dtype = np.result_type(*arrays)

@@ -45,7 +45,6 @@ class RaggedPanel:
       increasing; seconds for datetime/timedelta input (datetimes: seconds
       since the Unix epoch, UTC), the raw numbers otherwise.
     - `columns`: the d feature names (str).
-    - `time_kind`: `"datetime"`, `"timedelta"` or `"numeric"`.
     - `tz`: the time zone of datetime input, if any.
     - `ids_are_labels`: True when `ids` came from the input (MultiIndex
       level, id column, labels of a pandas Series of frames), False when
@@ -53,25 +52,20 @@ class RaggedPanel:
       are aligned by label only in the first case (after an sklearn split
       of a list, positions no longer match a target Series' labels).
     - `id_name`, `time_name`: the input's names for the series level / id
-      column and the time level / column / index (None: unnamed); pandas
-      output (`to_multiindex`, `panel_to_frames`, `series_index`,
-      `step_index`) uses them, or `"series"` / `"time"`.
+      column and the time level / column / index (None: unnamed), which
+      pandas output uses (else `"series"` / `"time"`).
     - `default_times`: True when the input carried no times and `to_panel`
-      numbered the steps `0, 1, ...` (an array or list of arrays without
-      `times=`, a long frame without `time_col`).
+      numbered the steps `0, 1, ...`.
     - `row_series`: for row-wise input (a long or MultiIndex frame), the
       series position of each input row, int64 `(n_rows,)`; else None.
       `rows_to_series` uses it to read per-row targets or weights.
     - `row_order`: for row-wise input, the input row of every observation
-      in panel order, int64 `(n_rows,)` (`rows_in_order` puts per-row
-      values in that order); None when the input's rows already were
-      (each series' rows together, in time order, series in order).
+      in panel order (`rows_in_order`), int64 `(n_rows,)`; None when the
+      input's rows already were in that order.
 
-    A panel is indexable like a 1-D sequence of series: `len(panel)`,
-    `panel.shape == (n,)`, and `panel[key]` with an int, a slice, or an
-    integer or boolean array gives the panel of those series (so
-    scikit-learn's splitters, `train_test_split` and `cross_val_score`
-    accept it as X).
+    A panel is indexable like a 1-D sequence of series (`len(panel)`,
+    `panel.shape == (n,)`, `panel[key]`: see `__getitem__`), so
+    scikit-learn's splitters accept it as X.
 
     Build one with `to_panel`; the constructor checks only shapes.
     """
@@ -741,13 +735,9 @@ def _from_long(df: pd.DataFrame, id_col, time_col) -> RaggedPanel:
             raise ValueError(f"{role} {col!r} is not a column of X (columns: {list(df.columns)})")
     if time_col is not None and time_col == id_col:
         raise ValueError("id_col and time_col must be different columns")
-    drop = [id_col] + ([] if time_col is None else [time_col])
-    features = df.drop(columns=drop)
+    features = df.drop(columns=[id_col] + ([] if time_col is None else [time_col]))
     times = None if time_col is None else pd.Index(df[time_col])
-    return _from_grouped(
-        pd.Index(df[id_col]), times, features,
-        id_name=id_col, time_name=time_col,
-    )
+    return _from_grouped(pd.Index(df[id_col]), times, features, id_name=id_col, time_name=time_col)
 
 
 def one_per_series(values, codes, ids, what: str = "y") -> np.ndarray:

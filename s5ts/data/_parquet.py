@@ -75,16 +75,9 @@ class SeriesChunk:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ParquetSeries:
-    """A long-format Parquet data set read as complete series (see the
-    module docstring for the order it needs).
-
-    - `dataset`: the `pyarrow.dataset.Dataset`.
-    - `id_col`, `time_col`: the id and time columns (`time_col` None: the
-      rows of a series are its steps 0, 1, ...).
-    - `features`: the feature columns, in schema order.
-    - `where`: how messages name the data set (its path).
-    - `batch_size`: rows per record batch.
-    """
+    """A long-format Parquet data set read as complete series, made by
+    `open_parquet` (its arguments are the fields; `where` names the data
+    set in messages). The module docstring says the order it needs."""
 
     dataset: Any
     id_col: Any
@@ -171,10 +164,8 @@ class ParquetSeries:
         **Returns:** an iterator of (chunk, a tuple of one (L_i, m) array per
         series of the chunk: `other`'s values of its m `features`).
 
-        **Raises:** `ValueError` naming the series and both files when
-        `other`'s series in its place has another id, lies in another file,
-        has another number of rows or other times, when one data set holds a
-        series more, or when they have different numbers of files.
+        **Raises:** `ValueError` naming the series and both files where the
+        two are not laid out alike (or hold different numbers of files).
         """
         mine, theirs = self.fragments, other.fragments
         if len(mine) != len(theirs):

@@ -21,7 +21,6 @@ class Targets:
 
     **Fields:**
 
-    - `kind`: `"sequence"` or `"per_step"`.
     - `values`: for `"sequence"` an array `(n,)` or `(n, k)`; for
       `"per_step"` a tuple of n arrays `(L_i,)` or `(L_i, k)`. float64 when
       numeric, otherwise the labels as given.
@@ -48,16 +47,13 @@ def _is_list_of_series(y) -> bool:
     )
 
 
-def _is_scalar_like(v) -> bool:
-    return np.ndim(v) == 0 and not isinstance(v, (pd.DataFrame, pd.Series))
-
-
 def _infer_kind(y, panel: RaggedPanel) -> TargetKind:
     if isinstance(y, (pd.Series, pd.DataFrame)):
         if isinstance(y.index, pd.MultiIndex):
             return "per_step"
-        if isinstance(y, pd.Series) and y.dtype == object and not all(map(_is_scalar_like, y)):
-            return "per_step"
+        if isinstance(y, pd.Series) and y.dtype == object:
+            if any(np.ndim(v) or isinstance(v, (pd.DataFrame, pd.Series)) for v in y):
+                return "per_step"
         return "sequence"
     if _is_list_of_series(y):
         if any(isinstance(v, (pd.Series, pd.DataFrame, np.ndarray)) and np.ndim(v) >= 1 for v in y):
@@ -81,14 +77,12 @@ def _infer_kind(y, panel: RaggedPanel) -> TargetKind:
 
 def _as_numeric(arr, sid=None) -> np.ndarray:
     arr = np.asarray(arr)
-    where = "y" if sid is None else f"y for {_series(sid)}"
-    if arr.dtype.kind in "biuf":
-        return arr.astype(np.float64)
-    if arr.dtype.kind == "O":
+    if arr.dtype.kind in "biufO":  # object arrays of numbers convert too
         try:
             return arr.astype(np.float64)
         except (TypeError, ValueError):
             pass
+    where = "y" if sid is None else f"y for {_series(sid)}"
     raise TypeError(f"{where} is not numeric (dtype {arr.dtype}); regression needs numbers")
 
 
@@ -166,9 +160,8 @@ def _per_row(y, panel: RaggedPanel) -> bool:
 
 def _sequence_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
     n = panel.n_series
-    columns = None
+    columns = _columns_of(y)
     if isinstance(y, (pd.Series, pd.DataFrame)):
-        columns = _columns_of(y)
         vals = _pandas_values(y, numeric)
         if isinstance(y.index, pd.MultiIndex):
             # (series, time) rows: one value per series, repeated on its rows.
@@ -246,9 +239,7 @@ def steps_by_series(y) -> dict:
 def _per_step_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
     n = panel.n_series
     lengths = panel.lengths
-    columns = None
     if isinstance(y, (pd.Series, pd.DataFrame)) and isinstance(y.index, pd.MultiIndex):
-        columns = _columns_of(y)
         groups = steps_by_series(y)
         keys = list(groups)
         items = [groups[keys[p]] for p in order_by_ids(keys, panel)]
@@ -262,7 +253,7 @@ def _per_step_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
             if kind != panel.time_kind or not np.array_equal(sec, panel.times[i]):
                 raise ValueError(f"y for {_series(sid)}: its time stamps do not equal X's")
             out.append(_check_entries(_pandas_values(item, numeric), sid, numeric))
-        return Targets("per_step", tuple(out), columns)
+        return Targets("per_step", tuple(out), _columns_of(y))
 
     if isinstance(y, pd.Series) and not isinstance(y.index, pd.MultiIndex):
         items = list(y)
@@ -294,9 +285,7 @@ def _per_step_targets(y, panel: RaggedPanel, numeric: bool) -> Targets:
             f"per-step y has inconsistent trailing shapes across series: {sorted(shapes)}"
         )
     cols = {_columns_of(item) for item in items if isinstance(item, pd.DataFrame)}
-    if len(cols) == 1:
-        columns = cols.pop()
-    return Targets("per_step", tuple(out), columns)
+    return Targets("per_step", tuple(out), cols.pop() if len(cols) == 1 else None)
 
 
 def to_targets(
