@@ -69,6 +69,8 @@ from ._time_handling import time_handling_for
 
 _FORMAT_VERSION = 1
 
+#: `_predicted`'s `y` for `predict` (None is a `y` that `score` rejects).
+_PREDICT = object()
 
 _AXES = {"nld": "(n series, L time steps, d features)", "ndl": "(n series, d features, L time steps)"}
 
@@ -93,11 +95,6 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
 
     #: Parameters that define the network or the inputs it was trained on.
     _architecture_names: tuple = ()
-
-    def _check_params(self) -> None:
-        """Validate constructor arguments (sklearn style: in fit, not __init__)."""
-        self._validate_params()
-        self._check_relations()
 
     def _check_relations(self) -> None:
         """Checks between parameters that single constraints cannot express."""
@@ -166,7 +163,8 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         Ctrl-C before the first epoch) leaves the estimator exactly as it was.
         A non-finite loss commits the best model of the epochs that finished
         (if any) and raises."""
-        self._check_params()
+        self._validate_params()  # sklearn style: in fit, not __init__
+        self._check_relations()
         enable_compilation_cache()
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
@@ -206,10 +204,10 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             rng = np.random.default_rng(seed)
             spec = self._network_spec(n_inputs, per_step, target_state)
             training_state = config.initial_state(spec, jax.random.key(seed))
-        if given_valid is not None:
+        if given_valid is not None or partial:
             train_data, valid_data = data, given_valid
         else:
-            train_data, valid_data = self._split(data, rng, partial)
+            train_data, valid_data = split_validation(data, self.validation_fraction, rng)
         key = jax.random.key(int(rng.integers(2**31 - 1)))
         try:
             result = train(
@@ -291,11 +289,6 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         weights = task.weights(None, targets, target_state)
         return prep.transform(panel, targets, per_step, weights)
 
-    def _split(self, data: Sequences | StreamedSequences, rng, partial):
-        if partial:
-            return data, None
-        return split_validation(data, self.validation_fraction, rng)
-
     def _commit(self, prep, per_step, target_state, result: TrainingResult, rng, n_inputs):
         """Assign every fitted attribute (only ever assigned, never deleted)."""
         self.preprocessing_ = prep
@@ -366,11 +359,6 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         """
         return self._fit(X, y, times, sample_weight=sample_weight, validation_data=validation_data)
 
-    def _predict_panel(self, panel: RaggedPanel) -> list:
-        """The network's outputs per series; a non-finite one raises."""
-        data = self.preprocessing_.transform(panel, per_step=self.per_step_)
-        return self._check_finite(panel, predict_outputs(self.model_, data, self.batch_size, self._prediction_backprop()))
-
     def _check_finite(self, panel: RaggedPanel, outputs: list) -> list:
         """`outputs`, or a `ValueError` naming the first series (and step)
         whose output is not finite and why (`_nonfinite_reason`); `panel`
@@ -406,31 +394,27 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         """What can make the prediction of series `i` (from `step`) non-finite."""
         return "the network overflowed on this input (features or gaps far outside those seen in fit?)"
 
-    def _scored(self, X, y, sample_weight, times, *, numeric: bool):
-        """(panel, the network's outputs, the true targets, sample_weight)
-        for `score`: `y` aligned with `X` as in `fit` (a Parquet data set
-        streamed, `_streaming.scored`)."""
+    def _predicted(self, X, times, y=_PREDICT, sample_weight=None, *, numeric=True):
+        """(panel, the network's outputs per series, the true targets of `y`
+        aligned with `X` as in `fit` (`score`'s; none to `predict`), sample_weight) for
+        `predict` and `score`. A Parquet data set `X` is streamed
+        (`_streaming.predict`, `_streaming.scored`), with a panel of its ids
+        alone (no data)."""
         check_is_fitted(self, "model_")
         if is_parquet_source(X):
             _no_times(times)
             backprop = self._prediction_backprop()
-            panel, outputs, truth, weights = _streaming.scored(self, X, y, backprop, sample_weight, numeric=numeric)
-            return panel, self._check_finite(panel, outputs), truth, weights
-        panel = self._panel(X, times, self.preprocessing_)
-        kind = "per_step" if self.per_step_ else "sequence"
-        truth = to_targets(y, panel, numeric=numeric, kind=kind).values
-        return panel, self._predict_panel(panel), truth, sample_weight
-
-    def _predict_outputs(self, X, times):
-        """(panel, the network's outputs per series) for `X`; for a Parquet
-        data set, streamed, with a panel of its ids alone (no data)."""
-        check_is_fitted(self, "model_")
-        if is_parquet_source(X):
-            _no_times(times)
-            panel, outputs, _ = _streaming.predict(self, X, self._prediction_backprop())
-            return panel, self._check_finite(panel, outputs)
-        panel = self._panel(X, times, self.preprocessing_)
-        return panel, self._predict_panel(panel)
+            if y is _PREDICT:
+                panel, outputs, _ = _streaming.predict(self, X, backprop)
+            else:
+                panel, outputs, y, sample_weight = _streaming.scored(self, X, y, backprop, sample_weight, numeric=numeric)
+        else:
+            panel = self._panel(X, times, self.preprocessing_)
+            if y is not _PREDICT:
+                y = to_targets(y, panel, numeric=numeric, kind="per_step" if self.per_step_ else "sequence").values
+            data = self.preprocessing_.transform(panel, per_step=self.per_step_)
+            outputs = predict_outputs(self.model_, data, self.batch_size, self._prediction_backprop())
+        return panel, self._check_finite(panel, outputs), y, sample_weight
 
     def _as_frame(self, values, panel: RaggedPanel, columns=None):
         """Predictions as pandas, indexed by the series ids (per-series

@@ -45,7 +45,7 @@ class SequenceRegressor(RegressorMixin, SequenceEstimator):
         # The fitted network's loss (a later `set_params` does not change its head).
         if return_std and self._architecture_.get("loss", self._task().loss) != "gaussian_nll":
             raise ValueError("return_std=True needs a Gaussian head: fit with loss='gaussian_nll'")
-        panel, outputs = self._predict_outputs(X, times)
+        panel, outputs, _, _ = self._predicted(X, times)
         means, stds = self._task().predictions(outputs, self._target_state, self.per_step_)
         if as_frame or is_parquet_source(X):
             columns = self._target_state.columns
@@ -61,7 +61,7 @@ class SequenceRegressor(RegressorMixin, SequenceEstimator):
         (one per series), or, per step, is a target data set laid out as X
         or an (id, time)-indexed pandas y (docs/scaling.md); a per-step
         model takes per-step targets."""
-        panel, outputs, truth, sample_weight = self._scored(X, y, sample_weight, times, numeric=True)
+        panel, outputs, truth, sample_weight = self._predicted(X, times, y, sample_weight)
         prediction, _ = self._task().predictions(outputs, self._target_state, self.per_step_)
         if self.per_step_:
             if sample_weight is not None:

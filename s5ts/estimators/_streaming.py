@@ -205,21 +205,21 @@ def share_statistics(
     return stats
 
 
-def _targets_by_id(y, source: ParquetSeries):
+def _targets_by_id(y, id_col):
     """`y` given apart from X, one target per series: a pandas Series /
     DataFrame indexed by id, or a pyarrow Table with the id column and the
     target column(s)."""
     if isinstance(y, (pd.Series, pd.DataFrame)):
         return y
     if type(y).__module__.startswith("pyarrow") and hasattr(y, "to_pandas") and hasattr(y, "column_names"):
-        if source.id_col not in y.column_names:
-            raise ValueError(f"the target table has no id column {source.id_col!r} (columns: {y.column_names})")
-        frame = y.to_pandas().set_index(source.id_col)
+        if id_col not in y.column_names:
+            raise ValueError(f"the target table has no id column {id_col!r} (columns: {y.column_names})")
+        frame = y.to_pandas().set_index(id_col)
         return frame.iloc[:, 0] if frame.shape[1] == 1 else frame
     raise TypeError(
         "with a Parquet X, y is the name of a column of X (or a list of them), a Parquet data set "
         "of targets laid out as X (a pathlib.Path or a pyarrow Dataset), a pandas Series / DataFrame "
-        f"indexed by id or by (id, time), or a pyarrow Table keyed by {source.id_col!r}; got {type(y).__name__}"
+        f"indexed by id or by (id, time), or a pyarrow Table keyed by {id_col!r}; got {type(y).__name__}"
     )
 
 
@@ -281,7 +281,7 @@ class ParquetSource(AbstractSource):
         if stats.varying is not None and not stats.per_step:
             raise stats.varying
         if targets is None:
-            stats.series_y = _targets_by_id(self.y, self.source)
+            stats.series_y = _targets_by_id(self.y, self.source.id_col)
         return stats
 
     def sequences(self, stats, make, elapsed):
@@ -386,14 +386,11 @@ def scored(estimator, X, y, backprop, sample_weight=None, *, numeric: bool):
         return truth, weight
 
     panel, outputs, parts = predict(estimator, X, backprop, targets=targets, weight_column=weight_column, read=read)
-    if targets is not None:
-        targets.check_ids(panel)
     if targets is None:
-        source, _, _ = open_source(estimator, X, features=estimator.preprocessing_.columns)
-        truth = to_targets(_targets_by_id(y, source), panel, numeric=numeric, kind=kind).values
-    elif estimator.per_step_:
-        truth = tuple(item for part, _ in parts for item in part)
+        truth = to_targets(_targets_by_id(y, estimator.id_col), panel, numeric=numeric, kind=kind).values
     else:
-        truth = np.concatenate([part for part, _ in parts])
+        targets.check_ids(panel)
+        truth = [part for part, _ in parts]
+        truth = tuple(item for part in truth for item in part) if estimator.per_step_ else np.concatenate(truth)
     weights = _weights_by_id(sample_weight, panel, [weight for _, weight in parts])
     return panel, outputs, truth, weights
