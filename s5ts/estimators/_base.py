@@ -108,7 +108,6 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
     def _build_network(self, n_inputs: int, per_step: bool, n_outputs: int, key):
         """The network, from this estimator's parameters alone (it is built
         on a copy, inside one compiled program: `s5ts.training.NetworkSpec`)."""
-        ...
 
     @abc.abstractmethod
     def _task(self) -> AbstractTask:
@@ -121,9 +120,12 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         return {name: getattr(self, name) for name in self._architecture_names}
 
     # ----- preprocessing -----
-    def _to_panel(self, X, times) -> RaggedPanel:
+    def _panel(self, X, times, prep: Preprocessing | None = None, what: str = "X") -> RaggedPanel:
         """`X` (and `times`) as a `RaggedPanel`, read with `id_col`,
-        `time_col` and `layout`."""
+        `time_col` and `layout`; with `prep`, checked against what fit saw
+        (`Preprocessing.check`: features, kind of time, time zone, given
+        times; the columns in fit order), after the one check that needs
+        `X` itself: a 3-D array read with the wrong `layout`."""
         if scipy.sparse.issparse(X):
             raise TypeError(
                 f"{type(self).__name__} does not accept sparse input ({type(X).__name__}); "
@@ -133,14 +135,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             X, "__array__"
         ):
             X = np.asarray(X)  # array-likes (xarray, torch, ...) are arrays
-        return to_panel(X, times=times, id_col=self.id_col, time_col=self.time_col, layout=self.layout)
-
-    def _panel(self, X, times, prep: Preprocessing | None = None, what: str = "X") -> RaggedPanel:
-        """`X` as a `RaggedPanel`; with `prep`, checked against what fit saw
-        (`Preprocessing.check`: features, kind of time, time zone, given
-        times; the columns in fit order), after the one check that needs
-        `X` itself: a 3-D array read with the wrong `layout`."""
-        panel = self._to_panel(X, times)
+        panel = to_panel(X, times=times, id_col=self.id_col, time_col=self.time_col, layout=self.layout)
         if prep is None:
             return panel
         expected = len(prep.columns)
@@ -262,10 +257,9 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             seed = int(saved["seed"])
         else:
             seed = agreed_seed(check_random_state(self.random_state).randint(2**31 - 1))
-        params = self.get_params(deep=False)
         fingerprint = {
             "class": type(self).__name__,
-            "params": {k: repr(v) for k, v in params.items() if k not in RUN_PARAMETERS},
+            "params": {k: repr(v) for k, v in self.get_params(deep=False).items() if k not in RUN_PARAMETERS},
             "n_series": len(data),
             "data": data_digest(data, given_valid),
             "seed": seed,
@@ -286,8 +280,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         targets, valid_per_step, _ = task.encode(y_valid, panel, target_state)
         if valid_per_step != per_step:
             raise ValueError("validation_data's y must have the same layout (per series / per step) as y")
-        weights = task.weights(None, targets, target_state)
-        return prep.transform(panel, targets, per_step, weights)
+        return prep.transform(panel, targets, per_step, task.weights(None, targets, target_state))
 
     def _commit(self, prep, per_step, target_state, result: TrainingResult, rng, n_inputs):
         """Assign every fitted attribute (only ever assigned, never deleted)."""
@@ -368,13 +361,11 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             finite = [np.isfinite(np.asarray(leaf)) for leaf in jax.tree.leaves(output)]
             if all(f.all() for f in finite):
                 continue
-            where = ""
+            step, where = None, ""
             if self.per_step_:
                 rows = np.logical_and.reduce([f.reshape(f.shape[0], -1).all(axis=1) for f in finite])
                 step = int(np.flatnonzero(~rows)[0])
                 where = f" from step {step} on"
-            else:
-                step = None
             raise ValueError(
                 f"series {panel.ids[i]!r}: the model's prediction is not finite{where}; "
                 f"{self._nonfinite_reason(panel, i, step)}"
@@ -492,18 +483,9 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         model = eqx.tree_deserialise_leaves(io.BytesIO(weights), skeleton)
         # Files written before the encoder was kept with the preprocessing: the estimator's.
         prep = Preprocessing.from_json({"encoder": header["params"]["encoder"], **header["preprocessing"]})
-        history = header["history"]
-        state = TrainingState(
-            model=model,
-            opt_state=estimator._config().init_optimizer_state(model),
-            history=history,
-        )
-        result = TrainingResult(
-            model=model, state=state, best_epoch=header["best_epoch"], interrupted=header["interrupted"]
-        )
-        estimator._commit(
-            prep, header["per_step"], target_state, result, np.random.default_rng(0), header["n_model_inputs"]
-        )
+        state = TrainingState(model=model, opt_state=estimator._config().init_optimizer_state(model), history=header["history"])
+        result = TrainingResult(model=model, state=state, best_epoch=header["best_epoch"], interrupted=header["interrupted"])
+        estimator._commit(prep, header["per_step"], target_state, result, np.random.default_rng(0), header["n_model_inputs"])
         return estimator
 
     @property
@@ -525,9 +507,9 @@ class S5Estimator(SequenceEstimator):
 
     _architecture_names = NETWORK_PARAMETERS
 
-    @abc.abstractmethod
     def _make_head(self, n_outputs: int, key):
-        ...
+        """The head: a linear map from `d_model` to the network's outputs."""
+        return eqx.nn.Linear(self.d_model, n_outputs, key=key)
 
     @property
     def _time_handling(self) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import equinox as eqx
 import numpy as np
 from scipy.special import softmax
 from sklearn.base import ClassifierMixin
@@ -51,9 +50,6 @@ class S5Classifier(ClassifierMixin, S5Estimator):
     def classes_(self) -> np.ndarray:
         """The labels, sorted (the fitted target state)."""
         return self._target_state
-
-    def _make_head(self, n_outputs, key):
-        return eqx.nn.Linear(self.d_model, n_outputs, key=key)
 
     def partial_fit(self, X, y, classes=None, sample_weight=None, *, times=None):
         """One epoch over (X, y), continuing from the current model. The

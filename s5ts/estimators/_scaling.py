@@ -80,10 +80,8 @@ def series_moments(values: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray
     """Each series' mean and (population) standard deviation per feature over
     its observed values: two arrays (n series, k features), NaN where a
     series never observes a feature."""
-    moments = [weighted_mean_std(v) for v in values]
-    return np.array([m for m, _ in moments]).reshape(len(values), -1), np.array(
-        [s for _, s in moments]
-    ).reshape(len(values), -1)
+    means, stds = zip(*(weighted_mean_std(v) for v in values))
+    return np.array(means).reshape(len(values), -1), np.array(stds).reshape(len(values), -1)
 
 
 def reference_from_moments(
