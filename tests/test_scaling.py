@@ -18,14 +18,21 @@ from s5ts.estimators._scaling import (
     AUTO_SERIES_RATIO,
     SCALE_FLOOR,
     choose_scaling,
+    reference_from_moments,
     scale_values,
-    series_reference,
+    series_statistics,
 )
 
 FAST = dict(
     d_model=8, state_size=4, n_layers=1, max_epochs=3, batch_size=8, random_state=0,
     min_epoch_steps=None, observation_dropout=0.0,
 )
+
+
+def series_reference(series: list[np.ndarray], weights=None):
+    """m and s of "series" scaling as fit learns them, from each series' moments."""
+    _, means, stds = series_statistics(series)
+    return reference_from_moments(means, stds, weights)
 
 
 def _loop_reference(series: list[np.ndarray], weights=None):

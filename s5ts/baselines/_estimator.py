@@ -11,7 +11,7 @@ from numbers import Integral
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..estimators import Regression, SequenceRegressor, SharedParameters
+from ..estimators import TRAINING_CONSTRAINTS, Regression, SequenceRegressor, SharedParameters
 from ..nn import AbstractSequenceModel
 from ._cru import CRU
 
@@ -35,30 +35,12 @@ class CRUNetwork(AbstractSequenceModel):
         return self.cru(u, gaps, mask)
 
 
-#: The `S5Estimator` parameters that apply to CRU, with CRU's published
-#: training settings as defaults (Adam 1e-3, batch 50, no warm-up or clipping).
+#: The parameters every sequence estimator has (`TRAINING_CONSTRAINTS`: not
+#: the S5 network's) but the S5 encoder, with CRU's published training
+#: settings as defaults (Adam 1e-3, batch 50, no warm-up or clipping).
 _TRAINING_PARAMETERS = SharedParameters(
-    (
-        "max_epochs",
-        "batch_size",
-        "learning_rate",
-        "weight_decay",
-        "warmup_epochs",
-        "grad_clip",
-        "validation_fraction",
-        "n_iter_no_change",
-        "tol",
-        "standardize",
-        "first_gap",
-        "random_state",
-        "verbose",
-        "warm_start",
-        "checkpoint_dir",
-        "checkpoint_every",
-        "id_col",
-        "time_col",
-        "layout",
-    ),
+    tuple(TRAINING_CONSTRAINTS),
+    exclude=("encoder",),
     max_epochs=100,
     batch_size=50,
     learning_rate=1e-3,
@@ -79,16 +61,10 @@ class CRURegressor(SequenceRegressor):
 
     **Parameters:** `encoder` ("pendulum_cnn" | "identity"),
     `latent_obs_size` (m; the latent state has 2m), `num_basis` (K),
-    `bandwidth`, `hidden_size`; training: `max_epochs`, `batch_size`,
-    `learning_rate`, `weight_decay`, `warmup_epochs`, `grad_clip`,
-    `validation_fraction`, `n_iter_no_change`, `tol`, `standardize`,
-    `first_gap`, `random_state`, `verbose`, `warm_start`, `checkpoint_dir`,
-    `checkpoint_every` (resumable fits); how X is read:
-    `id_col`, `time_col`, `layout` (see `S5Regressor`); each checked in
-    `fit` against `_parameter_constraints`.
-
-    The S5-specific parameters of `S5Regressor` do not apply; the loss is
-    always the Gaussian negative log-likelihood.
+    `bandwidth`, `hidden_size`; and those of `S5Regressor` that are not
+    the S5 network's (training, checkpoints, how X is read), with CRU's
+    published training settings as defaults. The loss is always the
+    Gaussian negative log-likelihood.
     """
 
     _parameter_constraints = {

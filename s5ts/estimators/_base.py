@@ -69,6 +69,8 @@ from ._time_handling import time_handling_for
 
 _FORMAT_VERSION = 1
 
+#: `_predicted`'s `y` for `predict` (None is a `y` that `score` rejects).
+_PREDICT = object()
 
 _AXES = {"nld": "(n series, L time steps, d features)", "ndl": "(n series, d features, L time steps)"}
 
@@ -94,11 +96,6 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
     #: Parameters that define the network or the inputs it was trained on.
     _architecture_names: tuple = ()
 
-    def _check_params(self) -> None:
-        """Validate constructor arguments (sklearn style: in fit, not __init__)."""
-        self._validate_params()
-        self._check_relations()
-
     def _check_relations(self) -> None:
         """Checks between parameters that single constraints cannot express."""
 
@@ -111,7 +108,6 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
     def _build_network(self, n_inputs: int, per_step: bool, n_outputs: int, key):
         """The network, from this estimator's parameters alone (it is built
         on a copy, inside one compiled program: `s5ts.training.NetworkSpec`)."""
-        ...
 
     @abc.abstractmethod
     def _task(self) -> AbstractTask:
@@ -124,9 +120,12 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         return {name: getattr(self, name) for name in self._architecture_names}
 
     # ----- preprocessing -----
-    def _to_panel(self, X, times) -> RaggedPanel:
+    def _panel(self, X, times, prep: Preprocessing | None = None, what: str = "X") -> RaggedPanel:
         """`X` (and `times`) as a `RaggedPanel`, read with `id_col`,
-        `time_col` and `layout`."""
+        `time_col` and `layout`; with `prep`, checked against what fit saw
+        (`Preprocessing.check`: features, kind of time, time zone, given
+        times; the columns in fit order), after the one check that needs
+        `X` itself: a 3-D array read with the wrong `layout`."""
         if scipy.sparse.issparse(X):
             raise TypeError(
                 f"{type(self).__name__} does not accept sparse input ({type(X).__name__}); "
@@ -136,14 +135,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             X, "__array__"
         ):
             X = np.asarray(X)  # array-likes (xarray, torch, ...) are arrays
-        return to_panel(X, times=times, id_col=self.id_col, time_col=self.time_col, layout=self.layout)
-
-    def _panel(self, X, times, prep: Preprocessing | None = None, what: str = "X") -> RaggedPanel:
-        """`X` as a `RaggedPanel`; with `prep`, checked against what fit saw
-        (`Preprocessing.check`: features, kind of time, time zone, given
-        times; the columns in fit order), after the one check that needs
-        `X` itself: a 3-D array read with the wrong `layout`."""
-        panel = self._to_panel(X, times)
+        panel = to_panel(X, times=times, id_col=self.id_col, time_col=self.time_col, layout=self.layout)
         if prep is None:
             return panel
         expected = len(prep.columns)
@@ -166,7 +158,8 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         Ctrl-C before the first epoch) leaves the estimator exactly as it was.
         A non-finite loss commits the best model of the epochs that finished
         (if any) and raises."""
-        self._check_params()
+        self._validate_params()  # sklearn style: in fit, not __init__
+        self._check_relations()
         enable_compilation_cache()
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
@@ -206,10 +199,10 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             rng = np.random.default_rng(seed)
             spec = self._network_spec(n_inputs, per_step, target_state)
             training_state = config.initial_state(spec, jax.random.key(seed))
-        if given_valid is not None:
+        if given_valid is not None or partial:
             train_data, valid_data = data, given_valid
         else:
-            train_data, valid_data = self._split(data, rng, partial)
+            train_data, valid_data = split_validation(data, self.validation_fraction, rng)
         key = jax.random.key(int(rng.integers(2**31 - 1)))
         try:
             result = train(
@@ -264,10 +257,9 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             seed = int(saved["seed"])
         else:
             seed = agreed_seed(check_random_state(self.random_state).randint(2**31 - 1))
-        params = self.get_params(deep=False)
         fingerprint = {
             "class": type(self).__name__,
-            "params": {k: repr(v) for k, v in params.items() if k not in RUN_PARAMETERS},
+            "params": {k: repr(v) for k, v in self.get_params(deep=False).items() if k not in RUN_PARAMETERS},
             "n_series": len(data),
             "data": data_digest(data, given_valid),
             "seed": seed,
@@ -288,13 +280,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         targets, valid_per_step, _ = task.encode(y_valid, panel, target_state)
         if valid_per_step != per_step:
             raise ValueError("validation_data's y must have the same layout (per series / per step) as y")
-        weights = task.weights(None, targets, target_state)
-        return prep.transform(panel, targets, per_step, weights)
-
-    def _split(self, data: Sequences | StreamedSequences, rng, partial):
-        if partial:
-            return data, None
-        return split_validation(data, self.validation_fraction, rng)
+        return prep.transform(panel, targets, per_step, task.weights(None, targets, target_state))
 
     def _commit(self, prep, per_step, target_state, result: TrainingResult, rng, n_inputs):
         """Assign every fitted attribute (only ever assigned, never deleted)."""
@@ -366,11 +352,6 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         """
         return self._fit(X, y, times, sample_weight=sample_weight, validation_data=validation_data)
 
-    def _predict_panel(self, panel: RaggedPanel) -> list:
-        """The network's outputs per series; a non-finite one raises."""
-        data = self.preprocessing_.transform(panel, per_step=self.per_step_)
-        return self._check_finite(panel, predict_outputs(self.model_, data, self.batch_size, self._prediction_backprop()))
-
     def _check_finite(self, panel: RaggedPanel, outputs: list) -> list:
         """`outputs`, or a `ValueError` naming the first series (and step)
         whose output is not finite and why (`_nonfinite_reason`); `panel`
@@ -380,13 +361,11 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             finite = [np.isfinite(np.asarray(leaf)) for leaf in jax.tree.leaves(output)]
             if all(f.all() for f in finite):
                 continue
-            where = ""
+            step, where = None, ""
             if self.per_step_:
                 rows = np.logical_and.reduce([f.reshape(f.shape[0], -1).all(axis=1) for f in finite])
                 step = int(np.flatnonzero(~rows)[0])
                 where = f" from step {step} on"
-            else:
-                step = None
             raise ValueError(
                 f"series {panel.ids[i]!r}: the model's prediction is not finite{where}; "
                 f"{self._nonfinite_reason(panel, i, step)}"
@@ -406,31 +385,27 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         """What can make the prediction of series `i` (from `step`) non-finite."""
         return "the network overflowed on this input (features or gaps far outside those seen in fit?)"
 
-    def _scored(self, X, y, sample_weight, times, *, numeric: bool):
-        """(panel, the network's outputs, the true targets, sample_weight)
-        for `score`: `y` aligned with `X` as in `fit` (a Parquet data set
-        streamed, `_streaming.scored`)."""
+    def _predicted(self, X, times, y=_PREDICT, sample_weight=None, *, numeric=True):
+        """(panel, the network's outputs per series, the true targets of `y`
+        aligned with `X` as in `fit` (`score`'s; none to `predict`), sample_weight) for
+        `predict` and `score`. A Parquet data set `X` is streamed
+        (`_streaming.predict`, `_streaming.scored`), with a panel of its ids
+        alone (no data)."""
         check_is_fitted(self, "model_")
         if is_parquet_source(X):
             _no_times(times)
             backprop = self._prediction_backprop()
-            panel, outputs, truth, weights = _streaming.scored(self, X, y, backprop, sample_weight, numeric=numeric)
-            return panel, self._check_finite(panel, outputs), truth, weights
-        panel = self._panel(X, times, self.preprocessing_)
-        kind = "per_step" if self.per_step_ else "sequence"
-        truth = to_targets(y, panel, numeric=numeric, kind=kind).values
-        return panel, self._predict_panel(panel), truth, sample_weight
-
-    def _predict_outputs(self, X, times):
-        """(panel, the network's outputs per series) for `X`; for a Parquet
-        data set, streamed, with a panel of its ids alone (no data)."""
-        check_is_fitted(self, "model_")
-        if is_parquet_source(X):
-            _no_times(times)
-            panel, outputs, _ = _streaming.predict(self, X, self._prediction_backprop())
-            return panel, self._check_finite(panel, outputs)
-        panel = self._panel(X, times, self.preprocessing_)
-        return panel, self._predict_panel(panel)
+            if y is _PREDICT:
+                panel, outputs, _ = _streaming.predict(self, X, backprop)
+            else:
+                panel, outputs, y, sample_weight = _streaming.scored(self, X, y, backprop, sample_weight, numeric=numeric)
+        else:
+            panel = self._panel(X, times, self.preprocessing_)
+            if y is not _PREDICT:
+                y = to_targets(y, panel, numeric=numeric, kind="per_step" if self.per_step_ else "sequence").values
+            data = self.preprocessing_.transform(panel, per_step=self.per_step_)
+            outputs = predict_outputs(self.model_, data, self.batch_size, self._prediction_backprop())
+        return panel, self._check_finite(panel, outputs), y, sample_weight
 
     def _as_frame(self, values, panel: RaggedPanel, columns=None):
         """Predictions as pandas, indexed by the series ids (per-series
@@ -508,18 +483,9 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         model = eqx.tree_deserialise_leaves(io.BytesIO(weights), skeleton)
         # Files written before the encoder was kept with the preprocessing: the estimator's.
         prep = Preprocessing.from_json({"encoder": header["params"]["encoder"], **header["preprocessing"]})
-        history = header["history"]
-        state = TrainingState(
-            model=model,
-            opt_state=estimator._config().init_optimizer_state(model),
-            history=history,
-        )
-        result = TrainingResult(
-            model=model, state=state, best_epoch=header["best_epoch"], interrupted=header["interrupted"]
-        )
-        estimator._commit(
-            prep, header["per_step"], target_state, result, np.random.default_rng(0), header["n_model_inputs"]
-        )
+        state = TrainingState(model=model, opt_state=estimator._config().init_optimizer_state(model), history=header["history"])
+        result = TrainingResult(model=model, state=state, best_epoch=header["best_epoch"], interrupted=header["interrupted"])
+        estimator._commit(prep, header["per_step"], target_state, result, np.random.default_rng(0), header["n_model_inputs"])
         return estimator
 
     @property
@@ -541,9 +507,9 @@ class S5Estimator(SequenceEstimator):
 
     _architecture_names = NETWORK_PARAMETERS
 
-    @abc.abstractmethod
     def _make_head(self, n_outputs: int, key):
-        ...
+        """The head: a linear map from `d_model` to the network's outputs."""
+        return eqx.nn.Linear(self.d_model, n_outputs, key=key)
 
     @property
     def _time_handling(self) -> str:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import equinox as eqx
 import numpy as np
 from scipy.special import softmax
 from sklearn.base import ClassifierMixin
 from sklearn.metrics import accuracy_score
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from ..data import is_parquet_source
 from ._base import S5Estimator, with_shared_parameters
@@ -53,9 +51,6 @@ class S5Classifier(ClassifierMixin, S5Estimator):
         """The labels, sorted (the fitted target state)."""
         return self._target_state
 
-    def _make_head(self, n_outputs, key):
-        return eqx.nn.Linear(self.d_model, n_outputs, key=key)
-
     def partial_fit(self, X, y, classes=None, sample_weight=None, *, times=None):
         """One epoch over (X, y), continuing from the current model. The
         first call needs `classes` (all labels that will ever appear), as in
@@ -77,16 +72,14 @@ class S5Classifier(ClassifierMixin, S5Estimator):
         """Class probabilities, (n, n_classes), columns in the order of
         `classes_` (with `as_frame=True`, a DataFrame indexed by the series
         ids with the classes as columns)."""
-        check_is_fitted(self, "model_")
-        panel, logits = self._predict_outputs(X, times)
+        panel, logits, _, _ = self._predicted(X, times)
         proba = _probabilities(logits)
         return self._as_frame(proba, panel, self.classes_) if as_frame or is_parquet_source(X) else proba
 
     def predict(self, X, *, times=None, as_frame=False):
         """The most probable label of each series, (n,) (with
         `as_frame=True`, a Series indexed by the series ids)."""
-        check_is_fitted(self, "model_")
-        panel, logits = self._predict_outputs(X, times)
+        panel, logits, _, _ = self._predicted(X, times)
         labels = self._labels(logits)
         return self._as_frame(labels, panel) if as_frame or is_parquet_source(X) else labels
 
@@ -97,7 +90,7 @@ class S5Classifier(ClassifierMixin, S5Estimator):
         """Accuracy; `y` is aligned with X as in `fit`. A Parquet data set
         X is streamed, as in `fit`: `y` (and `sample_weight`) name its
         columns or are pandas Series indexed by id."""
-        _, logits, truth, sample_weight = self._scored(X, y, sample_weight, times, numeric=False)
+        _, logits, truth, sample_weight = self._predicted(X, times, y, sample_weight, numeric=False)
         truth = np.asarray(truth)
         if truth.ndim == 2 and truth.shape[1] == 1:
             truth = truth[:, 0]

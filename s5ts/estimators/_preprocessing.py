@@ -1,14 +1,9 @@
-"""What the estimators learn from their training inputs before the network,
-and the one check and transform every later input goes through.
-
-`Preprocessing` is learned once, in `fit`, from the statistics one pass
-over the training series gathers (`Statistics`: the one chunk of a panel in
-memory, `learn_preprocessing`, or a Parquet data set's chunks). Every
-input after that — `predict`, `score`, `validation_data`, a warm start,
-every Parquet chunk — goes through `Preprocessing.check` (features, kind of
-time, time zone, whether times were given) and `Preprocessing.transform`
-(scaled features and gaps: model-ready `Sequences`), as scikit-learn's
-`validate_data(reset=False)` checks every call against what `fit` saw.
+"""What the estimators learn from their training inputs before the network
+(`Preprocessing`, learned once in `fit` from the one pass of `Statistics`
+over the training series' chunks), and the one check and transform every
+later input goes through — `predict`, `score`, `validation_data`, a warm
+start, every Parquet chunk — as scikit-learn's `validate_data(reset=False)`
+checks every call against what `fit` saw.
 """
 
 from __future__ import annotations
@@ -145,13 +140,10 @@ class Preprocessing:
 
 @dataclasses.dataclass
 class Statistics:
-    """What one pass over a fit's chunks of series gathers (`add`), from
-    which `preprocessing` and the target state follow: every series' id,
-    length and feature moments (`series_statistics`: the pooled statistics
-    and `"series"` scaling's reference follow up to rounding), whether any
-    value is missing, the median gap (`MedianGap`), the first series, the
-    targets one per series or each series' moments of its per-step
-    targets, the weights; then what the source decides from them."""
+    """What one pass over a fit's chunks of series gathers (`add`), per
+    series and in order: enough for `preprocessing` (`series_statistics`:
+    the pooled statistics and `"series"` scaling's reference follow up to
+    rounding) and the target state; then what the source decides from them."""
 
     ledger: ChunkLedger = dataclasses.field(default_factory=ChunkLedger)
     lengths: list = dataclasses.field(default_factory=list)

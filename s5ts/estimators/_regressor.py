@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import equinox as eqx
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.metrics import r2_score
@@ -45,7 +44,7 @@ class SequenceRegressor(RegressorMixin, SequenceEstimator):
         # The fitted network's loss (a later `set_params` does not change its head).
         if return_std and self._architecture_.get("loss", self._task().loss) != "gaussian_nll":
             raise ValueError("return_std=True needs a Gaussian head: fit with loss='gaussian_nll'")
-        panel, outputs = self._predict_outputs(X, times)
+        panel, outputs, _, _ = self._predicted(X, times)
         means, stds = self._task().predictions(outputs, self._target_state, self.per_step_)
         if as_frame or is_parquet_source(X):
             columns = self._target_state.columns
@@ -57,11 +56,9 @@ class SequenceRegressor(RegressorMixin, SequenceEstimator):
         """R² of the predictions. `y` is aligned with X as in `fit`; for
         per-step models R² is over all observations (a series' weight in
         `sample_weight` applies to each of its steps). A Parquet data set X
-        is streamed, as in `fit`: `y` names its column(s), is given by id
-        (one per series), or, per step, is a target data set laid out as X
-        or an (id, time)-indexed pandas y (docs/scaling.md); a per-step
-        model takes per-step targets."""
-        panel, outputs, truth, sample_weight = self._scored(X, y, sample_weight, times, numeric=True)
+        is streamed, with `y` in any form `fit` takes (docs/scaling.md); a
+        per-step model takes per-step targets."""
+        panel, outputs, truth, sample_weight = self._predicted(X, times, y, sample_weight)
         prediction, _ = self._task().predictions(outputs, self._target_state, self.per_step_)
         if self.per_step_:
             if sample_weight is not None:
@@ -127,12 +124,8 @@ class S5Regressor(SequenceRegressor, S5Estimator):
       `time_handling="drop"`), `random_state`, `verbose`
       (progress bar), `warm_start`, `scan`.
     - Resumable fits: `checkpoint_dir` (None: no checkpoints; a directory:
-      the fit saves its state there with Orbax, atomically, every
-      `checkpoint_every` epochs and at the end, and a fit started again
-      with the same directory, parameters and data continues from the
-      latest checkpoint to the model of an uninterrupted fit; a
-      checkpoint of another fit raises a ValueError; see `fit`). Needs
-      orbax-checkpoint: `pip install -e ".[scale]" in the s5ts checkout`.
+      the fit saves its state there every `checkpoint_every` epochs, and a
+      fit started again with it continues: see `fit`).
     - Very long series: `chunk_length` (None: whole series; an int ≥ 8,
       with per-step targets of a causal network: each batch is trained
       in consecutive chunks of that many steps, the states carried from
@@ -178,4 +171,4 @@ class S5Regressor(SequenceRegressor, S5Estimator):
     def _make_head(self, n_outputs, key):
         if self.loss == "gaussian_nll":
             return GaussianHead(self.d_model, n_outputs, self.d_model, key=key)
-        return eqx.nn.Linear(self.d_model, n_outputs, key=key)
+        return super()._make_head(n_outputs, key)

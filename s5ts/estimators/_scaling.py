@@ -32,8 +32,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-SCALINGS = ("none", "global", "series")
-
 #: `"auto"` picks `"series"` below this ratio of the typical series' spread
 #: to the pooled spread (see the module docstring).
 AUTO_SERIES_RATIO = 0.5
@@ -82,27 +80,18 @@ def series_moments(values: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray
     """Each series' mean and (population) standard deviation per feature over
     its observed values: two arrays (n series, k features), NaN where a
     series never observes a feature."""
-    moments = [weighted_mean_std(v) for v in values]
-    return np.array([m for m, _ in moments]).reshape(len(values), -1), np.array(
-        [s for _, s in moments]
-    ).reshape(len(values), -1)
-
-
-def series_reference(
-    values: Sequence[np.ndarray], weights: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The location m (k,) and scale s (k,) of `"series"` scaling: the mean of
-    the series' means and the geometric mean of their positive standard
-    deviations, each series weighted by `weights` (n,). A feature that no
-    series spreads (every series constant or observed once) gets s = 1."""
-    return reference_from_moments(*series_moments(values), weights)
+    means, stds = zip(*(weighted_mean_std(v) for v in values))
+    return np.array(means).reshape(len(values), -1), np.array(stds).reshape(len(values), -1)
 
 
 def reference_from_moments(
     means: np.ndarray, stds: np.ndarray, weights: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """`series_reference` from the series' moments (`series_moments`: two
-    arrays (n, k)), so data read chunk by chunk need keep only these."""
+    """The location m (k,) and scale s (k,) of `"series"` scaling from the
+    series' moments (`series_moments`: two arrays (n, k)): the mean of the
+    series' means and the geometric mean of their positive standard
+    deviations, each series weighted by `weights` (n,). A feature that no
+    series spreads (every series constant or observed once) gets s = 1."""
     location, _ = weighted_mean_std(means, weights)
     with np.errstate(divide="ignore"):
         log_std = np.where(stds > 0, np.log(np.where(stds > 0, stds, 1.0)), np.nan)

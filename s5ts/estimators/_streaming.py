@@ -48,14 +48,11 @@ from ._task import AbstractTask, check_sample_weight
 
 @dataclasses.dataclass(frozen=True)
 class TargetRows:
-    """Targets read row by row along a Parquet X: `columns` of X; or, when
-    `aligned` is given, those columns of a second Parquet data set laid
-    out as X (`ParquetSeries.read_aligned`); or, when `by_step` is given,
-    a (series, time) MultiIndex y held in memory, split by series
-    (`steps_by_series`; `columns`: its columns, or one name for a Series).
-    `is_1d`: y named one column of X (a str), a target data set of one
-    column or a Series; otherwise the targets are (…, k), named by
-    `columns` as a DataFrame y's are in memory."""
+    """Targets read row by row along a Parquet X (`_target_rows`): `columns`
+    of X; or those of `aligned`, a target data set laid out as X
+    (`ParquetSeries.read_aligned`); or of `by_step`, a (series, time)
+    MultiIndex y split by series (`steps_by_series`). `is_1d`: one target
+    per row, (…,); else (…, k), named by `columns` as a DataFrame y's are."""
 
     columns: tuple
     is_1d: bool
@@ -205,21 +202,21 @@ def share_statistics(
     return stats
 
 
-def _targets_by_id(y, source: ParquetSeries):
+def _targets_by_id(y, id_col):
     """`y` given apart from X, one target per series: a pandas Series /
     DataFrame indexed by id, or a pyarrow Table with the id column and the
     target column(s)."""
     if isinstance(y, (pd.Series, pd.DataFrame)):
         return y
     if type(y).__module__.startswith("pyarrow") and hasattr(y, "to_pandas") and hasattr(y, "column_names"):
-        if source.id_col not in y.column_names:
-            raise ValueError(f"the target table has no id column {source.id_col!r} (columns: {y.column_names})")
-        frame = y.to_pandas().set_index(source.id_col)
+        if id_col not in y.column_names:
+            raise ValueError(f"the target table has no id column {id_col!r} (columns: {y.column_names})")
+        frame = y.to_pandas().set_index(id_col)
         return frame.iloc[:, 0] if frame.shape[1] == 1 else frame
     raise TypeError(
         "with a Parquet X, y is the name of a column of X (or a list of them), a Parquet data set "
         "of targets laid out as X (a pathlib.Path or a pyarrow Dataset), a pandas Series / DataFrame "
-        f"indexed by id or by (id, time), or a pyarrow Table keyed by {source.id_col!r}; got {type(y).__name__}"
+        f"indexed by id or by (id, time), or a pyarrow Table keyed by {id_col!r}; got {type(y).__name__}"
     )
 
 
@@ -243,11 +240,9 @@ def _weights_by_id(sample_weight, ids: RaggedPanel, from_column: list):
 @final
 class ParquetSource(AbstractSource):
     """The Parquet data set `X` (`open_source`), streamed, with the `task`'s
-    targets `y` and `sample_weight` (`_weights_by_id`). `y` names a column
-    of X or a list of them (one target, or row, per series when each is the
-    same on every row of each series, else one per observation: a per-step
-    model; a fitted model keeps its own kind), or is per step apart from X
-    (`TargetRows`), or one per series by id (`_targets_by_id`)."""
+    targets `y` in any form of `fit`'s docstring (`_target_rows`,
+    `_targets_by_id`; a fitted model keeps its own kind) and `sample_weight`
+    (`_weights_by_id`)."""
 
     def __init__(self, estimator, task: AbstractTask, X, y, sample_weight=None):
         self.source, self.targets, self.weight_column = open_source(estimator, X, y, sample_weight=sample_weight)
@@ -281,7 +276,7 @@ class ParquetSource(AbstractSource):
         if stats.varying is not None and not stats.per_step:
             raise stats.varying
         if targets is None:
-            stats.series_y = _targets_by_id(self.y, self.source)
+            stats.series_y = _targets_by_id(self.y, self.source.id_col)
         return stats
 
     def sequences(self, stats, make, elapsed):
@@ -301,15 +296,13 @@ class ParquetSource(AbstractSource):
 
 
 def predict(estimator, X, backprop, *, targets=None, weight_column=None, read=None) -> tuple[RaggedPanel, list, list]:
-    """(a panel of X's ids, without data, with their times for a per-step
-    model; the network's outputs per series, in X's order, per step trimmed
-    to (L_i, ...); `read(chunk, rows)` of every chunk read, in order, with
-    its `targets`' rows (`TargetRows.read`)) for the fitted `estimator` and
-    the Parquet data set `X`, its network run as `backprop` says: a cheap pass over the id column for the
-    lengths, then one over the data (`predict_outputs` over a
-    `StreamedSequences`, batched as in memory), with the `targets` (None or
-    `TargetRows`) and `weight_column` (a name, or None) read along. A
-    non-finite output is the estimator's to check (`_check_finite`)."""
+    """(a panel of X's ids without data, with their times for a per-step
+    model; the network's outputs per series in X's order, per step trimmed
+    to (L_i, ...); `read(chunk, rows)` of every chunk, in order, with its
+    `targets`' rows) for the fitted `estimator` and the Parquet data set
+    `X`: one cheap pass over the id column for the lengths, then one over
+    the data (`predict_outputs`, the network run as `backprop` says, over a
+    `StreamedSequences` batched as in memory)."""
     prep = estimator.preprocessing_
     source, targets, _ = open_source(estimator, X, targets, features=prep.columns, sample_weight=weight_column)
     owners = file_owners(source)
@@ -358,15 +351,11 @@ def series_lengths(source: ParquetSeries, owners: np.ndarray | None) -> tuple[li
 
 
 def scored(estimator, X, y, backprop, sample_weight=None, *, numeric: bool):
-    """(a panel of X's ids, the network's outputs, the true targets, the
-    series' weights or None) for the `score` of a fitted `estimator` on the
-    Parquet data set `X`, streamed: `y` names columns of X or is a target
-    data set laid out as X (`TargetRows`; checked and aligned per chunk by
-    `to_targets`, as in memory: one per series, or one per observation for
-    a per-step model) or is given apart, one per series
-    (`_targets_by_id`); `sample_weight` as in `fit` (`_weights_by_id`).
-    The targets are a (n,) / (n, k) array, or per step a tuple of (L_i,) /
-    (L_i, k) arrays, as `to_targets` gives them in memory."""
+    """`predict`'s (panel, outputs) with the true targets and the series'
+    weights (or None) for `score` on the Parquet data set `X`: `y` and
+    `sample_weight` as in `fit`, targets read along with X checked and
+    aligned per chunk by `to_targets`, as in memory: a (n,) / (n, k) array,
+    or per step a tuple of (L_i,) / (L_i, k) arrays."""
     kind = "per_step" if estimator.per_step_ else "sequence"
     targets = _target_rows(y, estimator)
     weight_column = sample_weight if isinstance(sample_weight, str) else None
@@ -386,14 +375,11 @@ def scored(estimator, X, y, backprop, sample_weight=None, *, numeric: bool):
         return truth, weight
 
     panel, outputs, parts = predict(estimator, X, backprop, targets=targets, weight_column=weight_column, read=read)
-    if targets is not None:
-        targets.check_ids(panel)
     if targets is None:
-        source, _, _ = open_source(estimator, X, features=estimator.preprocessing_.columns)
-        truth = to_targets(_targets_by_id(y, source), panel, numeric=numeric, kind=kind).values
-    elif estimator.per_step_:
-        truth = tuple(item for part, _ in parts for item in part)
+        truth = to_targets(_targets_by_id(y, estimator.id_col), panel, numeric=numeric, kind=kind).values
     else:
-        truth = np.concatenate([part for part, _ in parts])
+        targets.check_ids(panel)
+        truth = [part for part, _ in parts]
+        truth = tuple(item for part in truth for item in part) if estimator.per_step_ else np.concatenate(truth)
     weights = _weights_by_id(sample_weight, panel, [weight for _, weight in parts])
     return panel, outputs, truth, weights

@@ -6,7 +6,7 @@ import numpy as np
 from sktime.classification.base import BaseClassifier
 
 from ..estimators import S5Classifier
-from ._common import FAST_PARAMETERS, PANEL_PARAMETERS, PANEL_TAGS, inner_parameters
+from ._common import FAST_PARAMETERS, PANEL_PARAMETERS, PANEL_TAGS
 
 
 class S5TimeSeriesClassifier(BaseClassifier):
@@ -55,15 +55,15 @@ class S5TimeSeriesClassifier(BaseClassifier):
 
     def _fit(self, X, y):
         """`X`: pd-multiindex panel; `y`: (n,) labels, at least two classes
-        (sktime handles the single-class case before calling `_fit`)."""
-        self.estimator_ = S5Classifier(**inner_parameters(self)).fit(X, y)
+        (sktime handles the single-class case before calling `_fit`). The
+        adapter's parameters are the wrapped `S5Classifier`'s."""
+        self.estimator_ = S5Classifier(**self.get_params(deep=False)).fit(X, y)
         return self
 
     def _predict_proba(self, X) -> np.ndarray:
         """(n, n_classes) probabilities, columns in `self.classes_` order."""
-        proba = self.estimator_.predict_proba(X)
         # sktime's classes_ and S5Classifier's are both np.unique(y): same order.
-        return np.asarray(proba, dtype=np.float64)
+        return self.estimator_.predict_proba(X)
 
     def _predict(self, X) -> np.ndarray:
         """(n,) labels."""

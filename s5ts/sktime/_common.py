@@ -38,8 +38,3 @@ FAST_PARAMETERS = {
     "min_epoch_steps": None,
     "random_state": 0,
 }
-
-
-def inner_parameters(adapter) -> dict:
-    """The adapter's s5ts parameters, for the wrapped scikit-learn estimator."""
-    return {name: getattr(adapter, name) for name in PANEL_PARAMETERS.defaults}

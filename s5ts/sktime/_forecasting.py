@@ -50,14 +50,11 @@ class S5Forecaster(BaseForecaster):
     index that has one — on a frequency-less datetime index they have no
     meaning and raise a `ValueError`.
 
-    **Parameters:** those of `s5ts.forecasting.Forecaster`: `horizon`,
-    `calendar`, `n_queries`, `window_length`; architecture `n_layers`,
-    `d_model`, `state_size`, `blocks`, `discretization`, `activation`,
-    `prenorm`, `dt_min`, `dt_max`, `dropout`, `first_gap`; training
-    `max_epochs`, `batch_size`, `learning_rate`, `ssm_learning_rate`,
-    `weight_decay`, `warmup_epochs`, `grad_clip`, `validation_fraction`
-    (the held-out tail of each series' span), `n_iter_no_change`, `tol`,
-    `random_state`, `verbose`.
+    **Parameters:** those of `s5ts.forecasting.Forecaster` (see its
+    docstring): `horizon`, `calendar`, `n_queries`, `window_length`, and
+    the S5 architecture and training parameters it shares with
+    `S5Regressor` (`validation_fraction`: the held-out tail of each
+    series' span).
 
     **Fitted attributes:** `forecaster_` (the `Forecaster`), and from it
     `network_`, `history_`, `time_scale_`.
@@ -123,9 +120,7 @@ class S5Forecaster(BaseForecaster):
     def _fit(self, y, X, fh):
         """`y`: a DataFrame indexed by time, or a (…, instance, time)
         MultiIndex panel; `X`: the same layout, at least at y's times."""
-        self._fit_horizon = None
-        if fh is not None:
-            self._fit_horizon = self._longest_lead(self._horizon_index(fh))
+        self._fit_horizon = None if fh is None else self._longest_lead(self._horizon_index(fh))
         self._seen = (y, X)
         self._refit(y, X)
         return self
@@ -162,9 +157,9 @@ class S5Forecaster(BaseForecaster):
 
     def _horizon_index(self, fh) -> pd.Index:
         """The absolute time stamps of `fh`."""
-        if not fh.is_relative:
-            return fh.to_pandas()
         steps = fh.to_pandas()
+        if not fh.is_relative:
+            return steps
         cutoff = self.cutoff
         if pd.api.types.is_timedelta64_dtype(steps.dtype):
             if not (isinstance(cutoff, (pd.DatetimeIndex, pd.TimedeltaIndex))):

@@ -6,7 +6,7 @@ import numpy as np
 from sktime.regression.base import BaseRegressor
 
 from ..estimators import S5Regressor
-from ._common import FAST_PARAMETERS, PANEL_PARAMETERS, PANEL_TAGS, inner_parameters
+from ._common import FAST_PARAMETERS, PANEL_PARAMETERS, PANEL_TAGS
 
 
 class S5TimeSeriesRegressor(BaseRegressor):
@@ -14,27 +14,19 @@ class S5TimeSeriesRegressor(BaseRegressor):
 
     A thin sktime wrapper of `s5ts.S5Regressor`: `fit(X, y)` trains one S5
     network on a panel and `predict(X)` returns one value per series. Each
-    series keeps its own time stamps; the gap before each observation (in
-    units of the median gap seen in `fit`) is that step's discretisation
-    interval, $\bar\Lambda_k = e^{\Lambda\Delta g_k}$. So series may have
-    different lengths and irregular, series-specific spacing, several
-    variables, and NaN for a variable not observed at a time (the network
-    then also sees which variables were observed; NaN first met in `predict`
-    raises, as in `S5Regressor`).
+    series keeps its own time stamps (the gap before each observation sets
+    that step's discretisation), so unequal lengths, irregular
+    series-specific spacing, several variables and NaN (a variable not
+    observed at a time; NaN first met in `predict` raises) need no
+    resampling or imputation.
 
     **Inputs:** any sktime Panel mtype; internally a `pd-multiindex` frame
     (instance, time) whose time level is integer, datetime, timedelta or
     period. `y`: one number per series.
 
-    **Parameters:** those of `s5ts.S5Regressor` (see its docstring):
-    architecture (`n_layers`, `d_model`, `state_size`, `blocks`,
-    `discretization`, `bidirectional`, `activation`, `prenorm`, `dt_min`,
-    `dt_max`, `dropout`, `encoder`, `pooling`), time (`time_handling` =
-    "gaps" | "drop" | "append", `first_gap`), training (`loss` = "mse" |
-    "gaussian_nll", `standardize`, `max_epochs`, `batch_size`,
-    `learning_rate`, `ssm_learning_rate`, `weight_decay`, `warmup_epochs`,
-    `grad_clip`, `validation_fraction`, `n_iter_no_change`), `random_state`,
-    `verbose`.
+    **Parameters:** those of `s5ts.S5Regressor` (see its docstring) but
+    `warm_start` (sktime's `fit` starts afresh), `scan` and how X is read
+    (`id_col`, `time_col`, `layout`: sktime brings its own formats).
 
     **Fitted attributes:** `estimator_`, the fitted `S5Regressor` (its
     `history_`, `model_`, `time_scale_`, ...).
@@ -66,8 +58,9 @@ class S5TimeSeriesRegressor(BaseRegressor):
         super().__init__()
 
     def _fit(self, X, y):
-        """`X`: pd-multiindex panel; `y`: (n,) targets in X's instance order."""
-        self.estimator_ = S5Regressor(loss=self.loss, **inner_parameters(self)).fit(X, y)
+        """`X`: pd-multiindex panel; `y`: (n,) targets in X's instance order.
+        The adapter's parameters are the wrapped `S5Regressor`'s."""
+        self.estimator_ = S5Regressor(**self.get_params(deep=False)).fit(X, y)
         return self
 
     def _predict(self, X) -> np.ndarray:
