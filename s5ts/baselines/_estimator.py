@@ -104,7 +104,7 @@ class CRURegressor(SequenceRegressor):
             "at that gap"
         )
 
-    def _build_network(self, n_inputs, per_step, n_outputs, key):
+    def build_network(self, n_inputs, per_step, n_outputs, key):
         if not per_step:
             raise ValueError("CRURegressor predicts per observation: y needs one target per step")
         return CRUNetwork(

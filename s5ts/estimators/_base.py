@@ -85,7 +85,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
     their preprocessing, the fit transaction over the shared training loop
     (`s5ts.training`), prediction, tags and persistence.
 
-    Abstract. A final class adds a network (`_build_network`,
+    Abstract. A final class adds a network (`build_network`,
     `_architecture_names`, its own `_parameter_constraints`) and its task
     (`_task`: `Regression` or `Classification`, built from its parameters),
     whose target state the fit keeps in `_target_state`.
@@ -105,7 +105,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         return "gaps"
 
     @abc.abstractmethod
-    def _build_network(self, n_inputs: int, per_step: bool, n_outputs: int, key):
+    def build_network(self, n_inputs: int, per_step: bool, n_outputs: int, key):
         """The network, from this estimator's parameters alone (it is built
         on a copy, inside one compiled program: `s5ts.training.NetworkSpec`)."""
 
@@ -531,7 +531,7 @@ class S5Estimator(SequenceEstimator):
             )
 
     # ----- model -----
-    def _build_network(self, n_inputs: int, per_step: bool, n_outputs: int, key) -> SequenceNetwork:
+    def build_network(self, n_inputs: int, per_step: bool, n_outputs: int, key) -> SequenceNetwork:
         if self.encoder == "pendulum_cnn" and n_inputs != 576:
             raise ValueError(
                 f"encoder='pendulum_cnn' needs 576 features per step (24x24 pixels), got {n_inputs}"

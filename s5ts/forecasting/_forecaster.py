@@ -138,7 +138,7 @@ class Forecaster(BaseEstimator):
             setattr(self, name, value)
         return self
 
-    def _build_network(self, n_inputs: int, d: int, key) -> MultiHorizonNetwork:
+    def build_network(self, n_inputs: int, d: int, key) -> MultiHorizonNetwork:
         """The network for steps of `n_inputs` features and `d` outputs
         (built on a copy, inside one compiled program: `NetworkSpec`)."""
         k_proj, k_head, k_blocks = jax.random.split(key, 3)

@@ -20,7 +20,7 @@ from ._optimizer import init_optimizer_state
 
 @dataclasses.dataclass(frozen=True)
 class NetworkSpec:
-    """A network to build: `owner(**params)._build_network(*args, key)`.
+    """A network to build: `owner(**params).build_network(*args, key)`.
 
     `owner` is an estimator class, `params` its constructor's arguments
     (`get_params(deep=False)`), `args` hashable (widths, flags). The spec is
@@ -46,7 +46,7 @@ class NetworkSpec:
         return cls(type(estimator), frozen, args, params)
 
     def __call__(self, key):
-        return self.owner(**self.params)._build_network(*self.args, key)
+        return self.owner(**self.params).build_network(*self.args, key)
 
 
 def _frozen(value):
