@@ -184,23 +184,21 @@ def step_coefficients(
     return lam_bar, hold.weight(weight, hold.unit_weight(rule, lam, timescale))
 
 
-def make_discretisation(name: str | Discretisation) -> Discretisation:
-    """Map the user-facing name ("zoh" | "bilinear") to its rule (a rule is itself)."""
-    if isinstance(name, Discretisation):
+def _named(base: type, kinds: dict, name, choices: str):
+    """`kinds[name]()`, or `name` itself if it is a `base`; else a ValueError naming the `choices`."""
+    if isinstance(name, base):
         return name
     try:
-        return DISCRETISATIONS[name]()
+        return kinds[name]()
     except (KeyError, TypeError):
-        raise ValueError(
-            f"discretization must be one of {sorted(DISCRETISATIONS)}, got {name!r}"
-        ) from None
+        raise ValueError(f"{choices}, got {name!r}") from None
+
+
+def make_discretisation(name: str | Discretisation) -> Discretisation:
+    """Map the user-facing name ("zoh" | "bilinear") to its rule (a rule is itself)."""
+    return _named(Discretisation, DISCRETISATIONS, name, f"discretization must be one of {sorted(DISCRETISATIONS)}")
 
 
 def make_input_hold(name: str | InputHold) -> InputHold:
     """Map the user-facing name ("gap" | "unit" | "mixed") to its hold (a hold is itself)."""
-    if isinstance(name, InputHold):
-        return name
-    try:
-        return INPUT_HOLDS[name]()
-    except (KeyError, TypeError):
-        raise ValueError(f"input_hold must be one of {tuple(INPUT_HOLDS)}, got {name!r}") from None
+    return _named(InputHold, INPUT_HOLDS, name, f"input_hold must be one of {tuple(INPUT_HOLDS)}")
