@@ -56,7 +56,7 @@ from ._calendar import choose_cycles
 from ._calibration import held_out_calibration
 from ._network import advance, query_nll
 from ._series import SeriesState, as_frame, frames_panel, split_series, where, x_rows
-from ._steps import SeriesScale, StepLayout, observation_steps
+from ._steps import SeriesScale, StepLayout, observation_steps, standardised
 from ._windows import VALIDATION_QUERIES, WindowPlan, as_sequences, copies_for, held_out_start
 
 #: The most held-out queries kept to calibrate the intervals of a streamed
@@ -354,11 +354,9 @@ def pooled_scale(owns: list[SeriesScale]) -> SeriesScale:
     """The scale of series without their own (`SeriesScale.unknown` where a
     column has fewer than two observations, or is constant): each field's
     median over the series that have it, else (1, 0, 1)."""
-    d = len(owns[0].spread)
     with np.errstate(all="ignore"):
         pooled = [np.nanmedian(np.stack([getattr(c, f) for c in owns]), axis=0) for f in ("spread", "center", "width")]
-    fallback = (np.ones(d), np.zeros(d), np.ones(d))
-    return SeriesScale(*(np.where(np.isfinite(p), p, f) for p, f in zip(pooled, fallback)))
+    return SeriesScale(*pooled).filled(SeriesScale.neutral(len(owns[0].spread)))
 
 
 def horizon_seconds(value, spans, time_kind: str, time_scale: float) -> float:
@@ -407,13 +405,10 @@ def fit_forecaster(forecaster, source: Source, horizon) -> dict:
     copies = copies_for(stats.stops, length, forecaster.batch_size)
     plan = WindowPlan(length, int(forecaster.n_queries), lead, copies, seed)
 
-    def standardised(one: _Series):
-        return None if one.x is None else np.nan_to_num((one.x - x_mean) / x_std, nan=0.0)
-
     def examples(order=None, training=True):
         for series, _ in source.chunks(stats.ledger, order):
             yield [
-                (one, *plan.examples(layout, one.times, one.y, standardised(one), scales[one.position],
+                (one, *plan.examples(layout, one.times, one.y, standardised(one.x, x_mean, x_std), scales[one.position],
                                      stats.stops[one.position], one.position, training=training))
                 for one in series
             ]
@@ -438,7 +433,7 @@ def fit_forecaster(forecaster, source: Source, horizon) -> dict:
         states = []
         for series, _ in source.chunks(stats.ledger, files):
             for one in series:
-                x, scale = standardised(one), scales[one.position]
+                x, scale = standardised(one.x, x_mean, x_std), scales[one.position]
                 u, gaps, _ = observation_steps(layout, one.times, one.y, x, scale)
                 states.append((one.position, one.id, source.kept(layout, one, x, scale, advance(network, init, u, gaps))))
         return states

@@ -22,7 +22,7 @@ from ._calendar import ORDERS
 from ._fitting import FramesSource, ParquetSource, fit_forecaster
 from ._network import MultiHorizonNetwork, advance, forecast, states_after_each_step
 from ._series import SeriesState, as_frame, pick_x_columns, split_series, timestamps, where
-from ._steps import SeriesScale, last_values, observation_steps, query_steps
+from ._steps import SeriesScale, last_values, observation_steps, query_steps, standardised
 
 #: The `S5Estimator` parameters the forecaster takes, with defaults for one
 #: or a few series (see docs/forecasting.md for how they were chosen).
@@ -241,7 +241,7 @@ class Forecaster(BaseEstimator):
             present = when.isin(x_frame.index)
             if present.any():
                 rows = x_frame.loc[when[present]].to_numpy(dtype=np.float64, na_value=np.nan)
-                x[present] = np.nan_to_num((rows - self._x_mean) / self._x_std, nan=0.0)
+                x[present] = standardised(rows, self._x_mean, self._x_std)
                 known |= present
         position = np.searchsorted(record.times, seconds)
         at_observation = (position < len(record.times)) & ~known
@@ -313,7 +313,7 @@ class Forecaster(BaseEstimator):
         self._check_time_kind(panel, "y has {} times")
         records = dict(self.series_)
         for one in source.series:
-            x = None if one.x is None else np.nan_to_num((one.x - self._x_mean) / self._x_std, nan=0.0)
+            x = standardised(one.x, self._x_mean, self._x_std)
             records[one.id] = self._updated(one.id, records.get(one.id), one.times, one.y, x)
         self.series_ = records
         return self

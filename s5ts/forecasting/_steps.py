@@ -62,6 +62,11 @@ class StepLayout:
         return np.concatenate(parts, axis=1).astype(np.float32)
 
 
+def standardised(x: Float[np.ndarray, "L e"] | None, mean, std) -> Float[np.ndarray, "L e"] | None:
+    """Exogenous features `x` in units of their fitted `std` from `mean`, 0 where not observed."""
+    return None if x is None else np.nan_to_num((x - mean) / std, nan=0.0)
+
+
 def last_values(y: Float[np.ndarray, "L d"], before: Float[np.ndarray, " d"] | None = None) -> Float[np.ndarray, "L d"]:
     """Each column's last observed value at or before each step (NaN
     before its first observation), continuing from `before`."""
@@ -87,6 +92,11 @@ class SeriesScale:
         what the series' own data give."""
         return cls(*(np.full(d, np.nan),) * 3)
 
+    @classmethod
+    def neutral(cls, d: int) -> "SeriesScale":
+        """Spread 1, center 0, width 1: the scale of a column no series has one of."""
+        return cls(np.ones(d), np.zeros(d), np.ones(d))
+
     def filled(self, default: "SeriesScale") -> "SeriesScale":
         """This scale, `default`'s where a column has none (NaN)."""
         pick = lambda own, other: np.where(np.isfinite(own), own, other)  # noqa: E731
@@ -99,8 +109,7 @@ class SeriesScale:
             center = np.nanmean(y, axis=0) if len(y) else np.full(y.shape[1], np.nan)
             width = np.nanstd(y, axis=0) if len(y) else np.full(y.shape[1], np.nan)
         width = np.where(width > 0, width, np.nan)
-        fallback = default or cls(np.ones(y.shape[1]), np.zeros(y.shape[1]), np.ones(y.shape[1]))
-        return cls(spread(y), center, width).filled(fallback)
+        return cls(spread(y), center, width).filled(default or cls.neutral(y.shape[1]))
 
 
 def spread(y: Float[np.ndarray, "L d"]) -> Float[np.ndarray, " d"]:
@@ -152,7 +161,7 @@ def local_spreads(
     the changes $\Delta_j$ between consecutive observations of the column
     up to $t_k$, $w_{kj} = e^{-(t_k - t_j)/\tau}$ ($\tau$ = `memory`, σ =
     `prior`, P = `PRIOR_CHANGES`); continuing the series of `after`, if given."""
-    return _spread_sums(times, y, prior, memory, after)[0]
+    return _spread_sums(times, y, prior, memory, after)[0][0]
 
 
 def step_carry(
@@ -163,12 +172,13 @@ def step_carry(
     after: StepCarry | None = None,
 ) -> StepCarry:
     """The `StepCarry` after observations `y` at `times` (continuing `after`)."""
-    _, total, count, last = _spread_sums(times, y, prior, memory, after)
-    return StepCarry(float(times[-1]), last, total, count)
+    (_, levels, _), total, count = _spread_sums(times, y, prior, memory, after)
+    return StepCarry(float(times[-1]), levels[-1], total, count)
 
 
 def _spread_sums(times, y, prior, memory, after):
-    """(local spreads (L, d), and after the last step: total, count, last values)."""
+    """((local spreads, last values, those before each step), each (L, d),
+    and after the last step: total, count)."""
     times = np.asarray(times, np.float64)
     d = y.shape[1]
     if after is None:
@@ -182,7 +192,7 @@ def _spread_sums(times, y, prior, memory, after):
     total = _decayed_sums(np.where(seen, change, 0.0), times, total, start, memory)
     count = _decayed_sums(seen.astype(np.float64), times, count, start, memory)
     out = (total + PRIOR_CHANGES * prior) / (count + PRIOR_CHANGES)
-    return out, total[-1], count[-1], levels[-1]
+    return (out, levels, previous), total[-1], count[-1]
 
 
 #: `_decayed_sums` rescales its running sum every this many time constants
@@ -228,12 +238,9 @@ def observation_steps(
     gaps = np.empty_like(times)
     gaps[0] = layout.first_gap if after is None else (times[0] - after.time) / layout.time_scale
     gaps[1:] = np.diff(times) / layout.time_scale
-    spreads = local_spreads(times, y, scale.spread, layout.memory, after)
+    (spreads, levels, previous), _, _ = _spread_sums(times, y, scale.spread, layout.memory, after)
     first = scale.spread if after is None else after.spread(scale.spread)
     before = np.concatenate([first[None], spreads[:-1]])
-    levels = last_values(y, None if after is None else after.level)
-    start = np.full(y.shape[1], np.nan) if after is None else after.level
-    previous = np.concatenate([start[None], levels[:-1]])
     observed = ~np.isnan(y)
     delta = np.nan_to_num((y - previous) / before, nan=0.0, posinf=0.0, neginf=0.0)
     level = np.clip(np.nan_to_num((levels - scale.center) / scale.width, nan=0.0), -5.0, 5.0)
