@@ -158,6 +158,9 @@ class Statistics:
     first: RaggedPanel | None = None
     missing: bool = False
     gaps: MedianGap = dataclasses.field(default_factory=MedianGap)
+    #: False: the pass of a fitted model, which keeps its preprocessing and
+    #: target state: no feature moments, gaps or target moments are gathered.
+    learn: bool = True
     varying_key: tuple | None = None
     per_step: bool = False
     is_1d: bool = True
@@ -202,6 +205,12 @@ class Statistics:
         if varying is not None and self.varying is None:
             self.varying, self.varying_key = varying, self.ledger.keys[-1]
         self.lengths.append(panel.lengths)
+        if series is not None:
+            self.targets.append(series)
+        if weights is not None:
+            self.weights.append(weights)
+        if not self.learn:
+            return
         count, mean, std = series_statistics(panel.values)
         self.missing = self.missing or bool((count < panel.lengths[:, None]).any())
         self.counts.append(count)
@@ -209,14 +218,10 @@ class Statistics:
         self.stds.append(std)
         for t in panel.times:
             self.gaps.add(np.diff(t))
-        if series is not None:
-            self.targets.append(series)
         if steps is not None:
             target_mean, target_std = series_moments(steps)
             self.target_means.append(target_mean)
             self.target_stds.append(target_std)
-        if weights is not None:
-            self.weights.append(weights)
 
     def preprocessing(self, standardize, time_handling: str, first_gap: float, weights, encoder: str) -> Preprocessing:
         """The `Preprocessing`: the features' scaling (`standardize`: True

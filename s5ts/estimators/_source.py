@@ -51,7 +51,10 @@ class InMemory(AbstractSource):
 
     def statistics(self, per_step):
         targets, stepped = self.targets, self.targets.kind == "per_step"
-        stats = Statistics(per_step=stepped, is_1d=targets.is_1d, columns=targets.columns, sample_weight=self.sample_weight)
+        stats = Statistics(
+            per_step=stepped, is_1d=targets.is_1d, columns=targets.columns, sample_weight=self.sample_weight,
+            learn=per_step is None,
+        )
         values = targets.values
         stats.add(SeriesChunk(self.panel, {}, 0, 0), series=None if stepped else values, steps=values if stepped else None)
         return stats

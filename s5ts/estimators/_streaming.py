@@ -181,12 +181,14 @@ def open_source(
 
 
 def share_statistics(
-    source: ParquetSeries, targets: TargetRows | None, weight_column=None, per_step: bool = False, files=None
+    source: ParquetSeries, targets: TargetRows | None, weight_column=None, per_step: bool = False, files=None, *,
+    learn: bool = True,
 ) -> Statistics:
     """The statistics of the `files` of `source` (indices; default: all, in
     file order), the targets one per series (where a column varies within
-    a series, its first row's and the error) or, `per_step`, their moments."""
-    stats, extra = Statistics(), () if weight_column is None else (weight_column,)
+    a series, its first row's and the error) or, `per_step`, their moments;
+    `learn`: see `Statistics`."""
+    stats, extra = Statistics(learn=learn), () if weight_column is None else (weight_column,)
     for chunk, rows in read_targets(source, targets, extra=extra, order=files):
         panel, series, steps, varying, weights = chunk.panel, None, None, None, None
         if targets is not None and not targets.per_step_only:
@@ -260,10 +262,12 @@ class ParquetSource(AbstractSource):
         may_step = targets is not None and (self.task.takes_per_step if per_step is None else per_step)
         # One pass in file order; across processes (`owners`) each reads its own files, the shares merged.
         source, args = self.source, (targets, self.weight_column, may_step or stepped)
+        learn = per_step is None
         if self.owners is None:
-            stats = share_statistics(source, *args)
+            stats = share_statistics(source, *args, learn=learn)
         else:
-            stats = Statistics.merged(gather_results(lambda: share_statistics(source, *args, own_files(self.owners))))
+            parts = gather_results(lambda: share_statistics(source, *args, own_files(self.owners), learn=learn))
+            stats = Statistics.merged(parts)
             source.check_unique(stats.ids, stats.ledger.parts)
         if stats.first is None:
             raise ValueError(f"{source.where} holds no rows")
