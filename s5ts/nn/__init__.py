@@ -29,7 +29,7 @@ from ._discretisation import (
     make_input_hold,
 )
 from ._encoders import ENCODERS, IdentityEncoder, PendulumCNN, make_encoder
-from ._init import block_diagonal_hippo, diagonalised_hippo_n, hippo_n
+from ._init import INITS, block_diagonal_hippo, diagonalised_hippo_n, hippo_n, initial_eigenvalues
 from ._model import AbstractSequenceModel, AbstractStatefulSequenceModel
 from ._network import POOLINGS, POOLS, GaussianHead, MLPHead, SequenceNetwork, elup1, masked_last, masked_max, masked_mean
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
@@ -67,6 +67,8 @@ __all__ = [
     "block_diagonal_hippo",
     "diagonalised_hippo_n",
     "hippo_n",
+    "INITS",
+    "initial_eigenvalues",
     "POOLINGS",
     "GaussianHead",
     "MLPHead",

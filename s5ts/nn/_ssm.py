@@ -28,7 +28,7 @@ from ._discretisation import (
     make_input_hold,
     step_coefficients,
 )
-from ._init import block_diagonal_hippo
+from ._init import initial_eigenvalues
 from ._irregular_scan import irregular_scan
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
 
@@ -81,7 +81,8 @@ class S5SSM(eqx.Module):
 
     - `d_model`: H, input and output features.
     - `state_size`: P, complex states after conjugate symmetry.
-    - `blocks`: J copies of HiPPO-N on the block diagonal (2P/J must be even).
+    - `blocks`: J copies of the initial Λ (HiPPO-N's, or S4D's of 2P/J
+      states) on the block diagonal (2P/J must be even).
     - `discretization`: `"zoh"` or `"bilinear"`.
     - `bidirectional`: add a reverse-time pass with its own C̃ (no step mode).
     - `scan`: `"auto"`, `"associative"` or `"sequential"` (see `linear_scan`).
@@ -93,6 +94,11 @@ class S5SSM(eqx.Module):
       $w = (e^{\Lambda\Delta} - 1)/\Lambda$, whatever its gap; the state still
       decays over the real gap ($\bar\Lambda_k = e^{\Lambda\Delta g_k}$). The
       two agree when every gap is 1 (`time_handling="drop"`).
+    - `init`: the initial Λ (`s5ts.nn.INITS`): `"hippo"` (HiPPO-N, the S5
+      paper; B̃ = VᴴB, C̃ = CV in its eigenbasis V), or S4D's closed forms
+      with B̃ and C̃ drawn directly: `"s4d_lin"` λₙ = −½ − iπn,
+      `"s4d_inv"` λₙ = −½ − i(N/π)(N/(2n+1) − 1), `"s4d_real"` λₙ = −(n+1)
+      (n = 0 … N/2 − 1 in each block of N = 2P/J states).
     - `key`: a JAX PRNG key.
     - `dtype`: the real dtype of every parameter (and so of the whole
       computation: Λ, the discretisation and the states are complex of the
@@ -148,6 +154,7 @@ class S5SSM(eqx.Module):
         dt_min: float = 0.001,
         dt_max: float = 0.1,
         input_hold: str = "gap",
+        init: str = "hippo",
         *,
         key: PRNGKeyArray,
         dtype=None,
@@ -157,7 +164,7 @@ class S5SSM(eqx.Module):
             raise ValueError(f"scan must be one of {SCAN_METHODS}, got {scan!r}")
         if not 0 < dt_min <= dt_max:
             raise ValueError(f"need 0 < dt_min <= dt_max, got {dt_min}, {dt_max}")
-        lam, vectors = block_diagonal_hippo(state_size, blocks)
+        lam, vectors = initial_eigenvalues(init, state_size, blocks)
         k_b, k_c, k_cb, k_d, k_dt = jax.random.split(key, 5)
         full = 2 * state_size
         dtype = default_float(dtype)
