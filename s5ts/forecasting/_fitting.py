@@ -361,18 +361,27 @@ def pooled_scale(owns: list[SeriesScale]) -> SeriesScale:
 
 def horizon_seconds(value, spans, time_kind: str, time_scale: float) -> float:
     """The longest lead trained for, in seconds (model time for numeric
-    times): `value` (a Timedelta for datetime or timedelta times, a
-    positive number for numeric ones), or, when None, a quarter of the
-    median span of the series (ten median gaps when none spans any time).
-    A `ValueError` names the horizon of the wrong kind."""
+    times): `value` (a positive Timedelta, or a string pandas reads as one
+    such as `"30D"` or `"12h"`, for datetime or timedelta times; a positive
+    number for numeric ones), or, when None, a quarter of the median span
+    of the series (ten median gaps when none spans any time). A
+    `ValueError` names the horizon of the wrong kind."""
     if value is None:
         spans = spans[spans > 0]
         span = float(np.median(spans)) if len(spans) else 0.0
         return span / 4 if span > 0 else 10.0 * time_scale
+    if isinstance(value, str):
+        try:
+            value = pd.Timedelta(value)
+        except ValueError:
+            raise ValueError(f"horizon {value!r} is not a duration pandas reads (e.g. '30D', '12h')") from None
     if isinstance(value, pd.Timedelta) or isinstance(value, np.timedelta64):
         if time_kind == "numeric":
             raise ValueError(f"horizon {value!r} is a Timedelta, but y is indexed by numbers: give a number")
-        return pd.Timedelta(value).total_seconds()
+        seconds = pd.Timedelta(value).total_seconds()
+        if not seconds > 0:
+            raise ValueError(f"horizon must be positive, got {value!r}")
+        return seconds
     if time_kind != "numeric":
         raise ValueError(f"horizon {value!r}: y is indexed by {time_kind}s, so give the horizon as a Timedelta")
     if not (isinstance(value, Real) and math.isfinite(value) and value > 0):

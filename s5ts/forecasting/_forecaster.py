@@ -62,7 +62,8 @@ class Forecaster(BaseEstimator):
     and of the forecasts.
 
     **Parameters:** `horizon` — the longest lead trained for, in the time
-    index's units (a Timedelta for datetime indexes); None: a quarter of
+    index's units (a Timedelta, or a string such as `"30D"`, for datetime
+    and timedelta indexes); None: a quarter of
     the median span of the series (`fit(horizon=...)` overrides it);
     `calendar` — `"auto"` (yearly / weekly / daily Fourier terms by
     Prophet's rules on datetime indexes), None, or a list of those names;
@@ -99,7 +100,7 @@ class Forecaster(BaseEstimator):
 
     _parameter_constraints = {
         **PARAMETERS.constraints(),
-        "horizon": [Interval(Real, 0, None, closed="neither"), pd.Timedelta, None],
+        "horizon": [Interval(Real, 0, None, closed="neither"), pd.Timedelta, str, None],
         "calendar": [StrOptions({"auto"}), list, tuple, None],
         "n_queries": [Interval(Integral, 1, None, closed="left")],
         "window_length": [Interval(Integral, 2, None, closed="left")],
