@@ -2,6 +2,7 @@
 
 from ._cru import CRU, cru_gaussian_nll
 from ._dss import DSS, DSS_KERNELS, DSSBlock, DSSExp, DSSKernel, DSSNetwork, DSSSoftmax, make_dss_kernel
+from ._dss_estimator import DSSRegressor
 from ._estimator import CRUNetwork, CRURegressor
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "DSSExp",
     "DSSKernel",
     "DSSNetwork",
+    "DSSRegressor",
     "DSSSoftmax",
     "DSS_KERNELS",
     "cru_gaussian_nll",
