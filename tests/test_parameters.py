@@ -7,7 +7,7 @@ import pytest
 from sklearn.utils._param_validation import validate_parameter_constraints
 
 from s5ts import S5Classifier, S5Regressor
-from s5ts.baselines import CRURegressor
+from s5ts.baselines import CRURegressor, DSSRegressor
 from s5ts.estimators import S5_PARAMETERS, Parameter
 from s5ts.estimators._parameters import INPUT_PARAMETERS, NETWORK_PARAMETERS, RUN_PARAMETERS
 from s5ts.forecasting import Forecaster
@@ -40,7 +40,7 @@ def test_the_role_lists_derive_from_the_table():
 
 
 def test_borrowed_lists_take_the_tables_constraints():
-    for cls in (Forecaster, CRURegressor):
+    for cls in (Forecaster, CRURegressor, DSSRegressor):
         shared = [name for name in inspect.signature(cls).parameters if name in {p.name for p in S5_PARAMETERS}]
         assert shared, cls.__name__
         table = {p.name: list(p.constraints) for p in S5_PARAMETERS}

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import compilations
 from s5ts import S5Classifier, S5Regressor
-from s5ts.baselines import CRURegressor
+from s5ts.baselines import CRURegressor, DSSRegressor
 from s5ts.data import bucket_length, plan_buckets
 from s5ts.nn import IdentityEncoder, S5Block, SequenceNetwork
 from s5ts.training import (
@@ -109,6 +109,7 @@ def test_bucket_plan_merges_as_far_as_the_budget_allows(seed):
     [
         (S5Regressor, 7, dict(n_layers=1, d_model=8, state_size=4)),
         (CRURegressor, 6, dict(encoder="identity", latent_obs_size=3, num_basis=2, hidden_size=5)),
+        (DSSRegressor, 9, dict(n_layers=1, d_model=8, state_size=4)),
     ],
 )
 def test_later_epochs_compile_nothing_new(estimator, n_features, params):

@@ -5,8 +5,9 @@ baseline): `S5_PARAMETERS` (every parameter, declared once: name, default,
 constraints, roles), `SharedParameters`, `TRAINING_CONSTRAINTS` and
 `S5_CONSTRAINTS` (derived from it), `SequenceEstimator` (the abstract estimator of
 ragged series) and `SequenceRegressor` (the abstract regressor), the tasks
-(`AbstractTask`, `Regression`, `Classification`), `Preprocessing` (what fit
-learns of the inputs) and the scaling maths."""
+(`AbstractTask`, `Regression`, `Classification`), `time_handling_for` (the
+time handling a name stands for), `Preprocessing` (what fit learns of the
+inputs) and the scaling maths."""
 
 from ._base import SequenceEstimator
 from ._classifier import S5Classifier
@@ -15,6 +16,7 @@ from ._preprocessing import Preprocessing, learn_preprocessing
 from ._regressor import S5Regressor, SequenceRegressor
 from ._scaling import pooled_from_moments, series_moments
 from ._task import AbstractTask, Classification, Regression
+from ._time_handling import time_handling_for
 
 __all__ = [
     "AbstractTask",
@@ -33,4 +35,5 @@ __all__ = [
     "learn_preprocessing",
     "pooled_from_moments",
     "series_moments",
+    "time_handling_for",
 ]

@@ -30,7 +30,7 @@ from ._discretisation import (
 )
 from ._encoders import ENCODERS, IdentityEncoder, PendulumCNN, make_encoder
 from ._init import INITS, block_diagonal_hippo, diagonalised_hippo_n, hippo_n, initial_eigenvalues
-from ._model import AbstractSequenceModel, AbstractStatefulSequenceModel
+from ._model import AbstractSequenceModel, AbstractSSM, AbstractStatefulSequenceModel
 from ._network import POOLINGS, POOLS, GaussianHead, MLPHead, SequenceNetwork, elup1, masked_last, masked_max, masked_mean
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
 from ._ssm import S5SSM, backward_gaps
@@ -38,6 +38,7 @@ from ._ssm import S5SSM, backward_gaps
 __all__ = [
     "ACTIVATIONS",
     "AbstractSequenceModel",
+    "AbstractSSM",
     "AbstractStatefulSequenceModel",
     "GELU",
     "GLU",

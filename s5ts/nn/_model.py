@@ -1,6 +1,9 @@
 """The interface every network the training loop drives implements
 (Equinox's abstract/final pattern: the loop asks nothing with `hasattr`).
 
+`AbstractSSM`: a layer whose dynamics' parameters train in their own
+group (`ssm_parameters`).
+
 `AbstractSequenceModel`: one sequence in — inputs (L, D), per-step gaps
 (L,), mask (L,), optional extra inputs — outputs out; `batch` runs B
 sequences (`jax.vmap` of the call unless a model batches better itself).
@@ -18,6 +21,15 @@ from typing import Any
 import equinox as eqx
 import jax
 from jaxtyping import Array, Bool, Complex, Float, Key, PRNGKeyArray
+
+
+class AbstractSSM(eqx.Module):
+    """A state-space layer whose `ssm_parameters`, the fields that
+    parameterise its dynamics, s5ts's training gives their own learning rate
+    and no weight decay (`s5ts.training.parameter_labels`): `S5SSM`, and
+    the DSS baseline's layer."""
+
+    ssm_parameters: eqx.AbstractClassVar[tuple[str, ...]]
 
 
 class AbstractSequenceModel(eqx.Module):

@@ -30,6 +30,7 @@ from ._discretisation import (
 )
 from ._init import initial_eigenvalues
 from ._irregular_scan import irregular_scan
+from ._model import AbstractSSM
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
 
 
@@ -73,7 +74,7 @@ def backward_gaps(gaps: Float[Array, " L"], mask: Bool[Array, " L"]) -> Float[Ar
     return jnp.where(index == last_real, gaps[0], jnp.where(mask, following, 0.0))
 
 
-class S5SSM(eqx.Module):
+class S5SSM(AbstractSSM):
     r"""One S5 SSM (a multi-input multi-output diagonal linear state space),
     applied to one sequence with per-step time gaps.
 

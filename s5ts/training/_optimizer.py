@@ -20,13 +20,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..nn import S5SSM
+from ..nn import AbstractSSM
 
 GROUPS = ("regular", "ssm")
 
 
 def _is_ssm(node) -> bool:
-    return isinstance(node, S5SSM)
+    return isinstance(node, AbstractSSM)
 
 
 def _label_ssm(node):
@@ -37,7 +37,8 @@ def _label_ssm(node):
 
 
 def parameter_labels(params) -> Any:
-    """"ssm" for the `S5SSM.ssm_parameters` of every S5SSM in `params`;
+    """"ssm" for the `ssm_parameters` of every `AbstractSSM` layer in
+    `params` (`S5SSM`'s Λ, B̃, log Δ; DSS's λ, log Δ);
     "regular" for every other leaf."""
     labels = jax.tree.map(lambda _: "regular", params)
     return jax.tree.map(_label_ssm, labels, is_leaf=_is_ssm)
