@@ -99,8 +99,9 @@ def test_a_parquet_fit_equals_the_same_data_in_memory(tmp_path, captured, missin
     y, X = frames(df)
     path = write(df, tmp_path / "data")
     params = dict(SMALL, max_epochs=1, learning_rate=1e-12, warmup_epochs=0)
-    memory = Forecaster(**params).fit(y, X)
+    memory = Forecaster(**params, fallback=None).fit(y, X)  # a streamed fit keeps no history to fall back on
     streamed = Forecaster(**params, id_col="id", time_col="time").fit(path, X=["temp"])
+    assert (streamed.fallback_["method"] == "s5").all()
 
     assert streamed.time_scale_ == memory.time_scale_ and streamed.horizon_ == memory.horizon_
     assert streamed.cycles_ == memory.cycles_ != ()

@@ -4,7 +4,7 @@ step inputs, calendar features and multi-horizon network."""
 
 from ._calendar import Cycle, calendar_features, choose_cycles
 from ._calibration import CALIBRATED_COVERAGES, LeadCalibration, calibration_factor, lead_calibration
-from ._forecaster import PARAMETERS, Forecaster
+from ._forecaster import PARAMETERS, Forecaster, gaussian_quantiles
 from ._network import MultiHorizonNetwork, advance, forecast, query_nll, states_after_each_step
 from ._series import SeriesState, split_series
 from ._steps import (
@@ -43,6 +43,7 @@ __all__ = [
     "choose_cycles",
     "draw_queries",
     "forecast",
+    "gaussian_quantiles",
     "last_values",
     "lead_calibration",
     "local_spreads",

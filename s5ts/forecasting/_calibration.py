@@ -65,6 +65,12 @@ class LeadCalibration:
     def __call__(self, leads) -> np.ndarray:
         return np.asarray(self.factors[np.searchsorted(self.edges, np.asarray(leads, np.float64), side="right")])
 
+    def widest(self, other: "LeadCalibration") -> "LeadCalibration":
+        """The larger of this and `other`'s factor at every lead."""
+        edges = np.union1d(self.edges, other.edges)
+        starts = np.concatenate([[-np.inf], edges])  # each band's first lead
+        return LeadCalibration(edges, np.maximum(self(starts), other(starts)))
+
 
 def lead_calibration(
     errors: Float[np.ndarray, " n"],

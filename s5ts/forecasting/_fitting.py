@@ -54,9 +54,11 @@ from ..training import (
 )
 from ._calendar import choose_cycles
 from ._calibration import held_out_calibration
-from ._network import advance, query_nll
+from ._fallback import Trial, candidate_names, choose, combined, held_out_pairs, simple_part
+from ._network import forecast, query_nll, states_after_each_step
 from ._series import SeriesState, as_frame, frames_panel, split_series, where, x_rows
-from ._steps import SeriesScale, StepLayout, observation_steps, standardised
+from ._simple import simple_forecast, simple_names, smoother_time
+from ._steps import SeriesScale, StepLayout, last_values, observation_steps, query_steps, standardised
 from ._windows import VALIDATION_QUERIES, WindowPlan, as_sequences, copies_for, held_out_start
 
 #: The most held-out queries kept to calibrate the intervals of a streamed
@@ -85,13 +87,16 @@ class Source(abc.ABC):
     and the names of the index of forecasts (`index_names`). `owners`:
     across `jax.distributed` processes, the process that reads each file
     (`file_owners`); None: this process reads every series.
-    `calibration_queries`: the most held-out queries the calibration keeps."""
+    `calibration_queries`: the most held-out queries the calibration keeps;
+    `keeps_history`: whether the forecaster keeps each series' history
+    (and so can fall back to simple forecasts, `_fallback`)."""
 
     y_columns: pd.Index
     x_columns: pd.Index | None
     index_names: list
     owners: np.ndarray | None
     calibration_queries: ClassVar[float]
+    keeps_history: ClassVar[bool]
 
     @abc.abstractmethod
     def chunks(self, ledger: ChunkLedger | None = None, order=None) -> Iterator[tuple[list[_Series], SeriesChunk]]:
@@ -130,6 +135,7 @@ class FramesSource(Source):
     series: list
     chunk: SeriesChunk
     calibration_queries: ClassVar[float] = math.inf  # every held-out query, as all is in memory
+    keeps_history: ClassVar[bool] = True
 
     @classmethod
     def of(cls, y, X, x_columns: pd.Index | None = None) -> FramesSource:
@@ -171,6 +177,7 @@ class ParquetSource(Source):
 
     parquet: ParquetSeries
     calibration_queries: ClassVar[float] = CALIBRATION_QUERIES
+    keeps_history: ClassVar[bool] = False
 
     @classmethod
     def open(cls, forecaster, y, X) -> ParquetSource:
@@ -274,13 +281,15 @@ class ParquetSource(Source):
 @dataclasses.dataclass
 class _Statistics:
     """What the statistics pass gathers (see the module docstring): per
-    series `stops`, `spans` and `scales`; per chunk `x_moments`, the
+    series `stops`, `spans`, `scales` and `minima` (each column's smallest
+    value, inf if never observed); per chunk `x_moments`, the
     exogenous columns' (counts, means, standard deviations), each (1, e)."""
 
     ledger: ChunkLedger = dataclasses.field(default_factory=ChunkLedger)
     stops: list = dataclasses.field(default_factory=list)
     spans: list = dataclasses.field(default_factory=list)
     scales: list = dataclasses.field(default_factory=list)
+    minima: list = dataclasses.field(default_factory=list)
     x_moments: list = dataclasses.field(default_factory=list)
     gaps: MedianGap = dataclasses.field(default_factory=MedianGap)
     first: float = np.inf
@@ -293,7 +302,7 @@ class _Statistics:
         """The statistics of every process's share of the files (`parts`), as
         one pass over all of them in file order gathers them."""
         ledger = ChunkLedger.merged([part.ledger for part in parts])
-        series = (ledger.per_series([getattr(part, name) for part in parts]) for name in ("stops", "spans", "scales"))
+        series = (ledger.per_series([getattr(part, name) for part in parts]) for name in ("stops", "spans", "scales", "minima"))
         out = cls(ledger, *series, ledger.per_chunk([part.x_moments for part in parts]))
         out.first, out.last = min(part.first for part in parts), max(part.last for part in parts)
         out.any_gap = any(part.any_gap for part in parts)
@@ -340,6 +349,7 @@ def share_statistics(source: Source, validation_fraction: float, files=None) -> 
             stats.stops.append(held_out_start(one.times, validation_fraction))
             stats.spans.append(one.times[-1] - one.times[0])
             stats.scales.append(SeriesScale.of(one.y, SeriesScale.unknown(one.y.shape[1])))
+            stats.minima.append(np.min(np.where(np.isnan(one.y), np.inf, one.y), axis=0))
             if len(one.times) > 1:
                 stats.gaps.add(np.diff(one.times))
                 stats.any_gap = True
@@ -437,20 +447,55 @@ def fit_forecaster(forecaster, source: Source, horizon) -> dict:
 
     network = model.network
     init = network.init_state()
+    max_lead = lead / layout.time_scale
+    simple = simple_names(layout.cycles) if forecaster.fallback == "auto" and source.keeps_history else ()
+    names = candidate_names(simple)
 
     def states_share(files):
-        states = []
+        ends = []
         for series, _ in source.chunks(stats.ledger, files):
             for one in series:
                 x, scale = standardised(one.x, x_mean, x_std), scales[one.position]
-                u, gaps, _ = observation_steps(layout, one.times, one.y, x, scale)
-                states.append((one.position, one.id, source.kept(layout, one, x, scale, advance(network, init, u, gaps))))
-        return states
+                u, gaps, spreads = observation_steps(layout, one.times, one.y, x, scale)
+                after = states_after_each_step(network, init, u, gaps)
+                stop = stats.stops[one.position]
+                tau = smoother_time(one.times, one.y, stop) if simple else None
+                trial = None
+                if simple:
+                    trial = held_out_trial(model, layout, one, x, spreads, after, stop, lead, max_lead, simple, tau)
+                kept = source.kept(layout, one, x, scale, tuple(s[-1] for s in after))
+                ends.append((one.position, one.id, kept, trial, tau))
+        return ends
 
     ends = sorted((end for part in source.per_process(states_share) for end in part), key=lambda end: end[0])
+    fallback = choose([end[1] for end in ends], [end[3] for end in ends], [end[4] for end in ends], names, calibration)
+    nonnegative = pd.Series(np.all(np.stack(stats.minima) >= 0, axis=0), index=source.y_columns, name="nonnegative")
     meta = dict(time_kind=time_kind, index_names=source.index_names, y_columns=source.y_columns, x_columns=source.x_columns)
     return dict(
         network_=model, history_=history, time_scale_=layout.time_scale, horizon_=lead, cycles_=layout.cycles,
-        calibration_=calibration, series_={sid: end for _, sid, end in ends}, _layout=layout, _meta=meta,
-        _default_scale=default_scale, _x_mean=x_mean, _x_std=x_std,
+        calibration_=calibration, series_={sid: end for _, sid, end, _, _ in ends}, fallback_=fallback.table,
+        nonnegative_=nonnegative, _fallback=fallback, _layout=layout, _meta=meta, _default_scale=default_scale,
+        _x_mean=x_mean, _x_std=x_std,
     )
+
+
+def held_out_trial(model, layout: StepLayout, one: _Series, x, spreads, after, stop: int, lead: float,
+                   max_lead: float, simple: tuple[str, ...], tau: float) -> Trial | None:
+    """Series `one`'s held-out forecasts (`held_out_pairs`) by S5 and its
+    averages with the `simple` forecasts (`candidate_names`), in model
+    units: from the network states `after` each step and the local
+    `spreads`; None without a tail."""
+    origins, targets = held_out_pairs(one.times, stop, lead)
+    if not len(origins):
+        return None
+    at = one.times[targets]
+    u, leads = query_steps(layout, at, None if x is None else x[targets], one.times[origins])
+    mean, var = forecast(model, tuple(s[origins] for s in after), u, leads, max_lead)
+    level, spread = last_values(one.y)[origins], spreads[origins]
+    plain = {
+        name: (simple_forecast(name, one.times, one.y, origins, at, tau=tau, cycles=layout.cycles) - level) / spread
+        for name in simple
+    }
+    names = candidate_names(simple)
+    means = {name: combined(name, mean, plain.get(simple_part(name))) for name in names}
+    return Trial.of(names, (one.y[targets] - level) / spread, means, var, leads)

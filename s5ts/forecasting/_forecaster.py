@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -17,11 +18,13 @@ from sklearn.utils.validation import check_is_fitted
 from ..data import is_parquet_source, to_panel
 from ..estimators import TRAINING_CONSTRAINTS, SharedParameters
 from ..nn import IdentityEncoder, SequenceNetwork, block_settings, make_blocks
-from ..training import enable_compilation_cache
+from ..training import enable_compilation_cache, is_primary
 from ._calendar import ORDERS
+from ._fallback import calibration_for, combined, fallback_summary, simple_part
 from ._fitting import FramesSource, ParquetSource, fit_forecaster
 from ._network import MultiHorizonNetwork, advance, forecast, states_after_each_step
 from ._series import SeriesState, as_frame, pick_x_columns, split_series, timestamps, where
+from ._simple import simple_forecast
 from ._steps import SeriesScale, last_values, observation_steps, query_steps, standardised
 
 #: The `S5Estimator` parameters the forecaster takes, with defaults for one
@@ -86,7 +89,13 @@ class Forecaster(BaseEstimator):
     **Fitted attributes:** `network_` (a `MultiHorizonNetwork`), `history_` (per-epoch records),
     `time_scale_`, `horizon_`, `cycles_`, `calibration_` (a
     `LeadCalibration`: the factor on the standard deviations at each lead,
-    in model units), `series_` (per series id, a `SeriesState`).
+    in model units), `series_` (per series id, a `SeriesState`),
+    `fallback_` (a DataFrame, one row per series: the forecast used,
+    `method`, the number of held-out values it was chosen on, and each
+    candidate's held-out mean absolute error in units of the series' local
+    spread), `nonnegative_` (per column of `y`, whether it was never
+    negative in fit: then no forecast, quantile or interval bound is
+    below zero).
 
     >>> import numpy as np, pandas as pd
     >>> rng = np.random.default_rng(0)
@@ -104,15 +113,18 @@ class Forecaster(BaseEstimator):
         "calendar": [StrOptions({"auto"}), list, tuple, None],
         "n_queries": [Interval(Integral, 1, None, closed="left")],
         "window_length": [Interval(Integral, 2, None, closed="left")],
+        "fallback": [StrOptions({"auto"}), None],
         "id_col": TRAINING_CONSTRAINTS["id_col"],
         "time_col": TRAINING_CONSTRAINTS["time_col"],
     }
 
     @PARAMETERS
     def __init__(
-        self, *, horizon=None, calendar="auto", n_queries=4, window_length=256, id_col=None, time_col=None, **shared
+        self, *, horizon=None, calendar="auto", n_queries=4, window_length=256, fallback="auto", id_col=None,
+        time_col=None, **shared
     ):
         self.horizon = horizon
+        self.fallback = fallback
         self.calendar = calendar
         self.n_queries = n_queries
         self.window_length = window_length
@@ -137,6 +149,8 @@ class Forecaster(BaseEstimator):
         # Everything is computed: only now is the fitted state replaced.
         for name, value in fitted.items():
             setattr(self, name, value)
+        if self.verbose and is_primary():
+            print(fallback_summary(self.fallback_))
         return self
 
     def build_network(self, n_inputs: int, d: int, key) -> MultiHorizonNetwork:
@@ -185,6 +199,27 @@ class Forecaster(BaseEstimator):
         mean, _, index = self.predict_distribution(times, X)
         return pd.DataFrame(mean, index=index, columns=self._meta["y_columns"])
 
+    def predict_quantiles(self, times, alpha=(0.1, 0.9), X=None) -> pd.DataFrame:
+        """Quantiles `alpha` (a float or a list in (0, 1)) of the forecasts
+        at `times`: columns (column of `y`, alpha), as sktime's
+        `predict_quantiles`; rows as `predict_distribution`."""
+        alpha = _levels(alpha, "alpha")
+        mean, var, index = self.predict_distribution(times, X)
+        values = gaussian_quantiles(mean, var, alpha, self.nonnegative_.to_numpy())
+        columns = pd.MultiIndex.from_product([self._meta["y_columns"], alpha])
+        return pd.DataFrame(values.reshape(len(index), -1), index=index, columns=columns)
+
+    def predict_interval(self, times, coverage=0.9, X=None) -> pd.DataFrame:
+        """Central intervals of `coverage` (a float or a list in (0, 1)) at
+        `times`: columns (column of `y`, coverage, "lower"/"upper"), as
+        sktime's `predict_interval`; rows as `predict_distribution`."""
+        coverage = _levels(coverage, "coverage")
+        alpha = [a for c in coverage for a in (0.5 - c / 2, 0.5 + c / 2)]
+        mean, var, index = self.predict_distribution(times, X)
+        values = gaussian_quantiles(mean, var, alpha, self.nonnegative_.to_numpy())
+        columns = pd.MultiIndex.from_product([self._meta["y_columns"], coverage, ["lower", "upper"]])
+        return pd.DataFrame(values.reshape(len(index), -1), index=index, columns=columns)
+
     def _series_forecast(self, sid, record: SeriesState, when, seconds, x_frame, has_x, at_first="raise"):
         layout = self._layout
         if record.carry is not None and (seconds <= record.times[-1]).any():
@@ -228,7 +263,16 @@ class Forecaster(BaseEstimator):
             x = self._query_x(sid, record, when, seconds, x_frame, has_x)
         u, leads = query_steps(layout, seconds, x, record.times[origin])
         mean, var = forecast(self.network_, tuple(states), u, leads, self.horizon_ / self.time_scale_)
-        mean, var = level + spread * mean, var * spread**2 * self.calibration_(leads)[:, None] ** 2
+        fallback = self._fallback
+        method = fallback.method(sid)
+        simple = simple_part(method)
+        if simple is not None:
+            at = simple_forecast(simple, record.times, record.y, origin, seconds, tau=fallback.taus[sid],
+                                 cycles=layout.cycles)
+            mean = combined(method, mean, (at - level) / spread)
+        factor = calibration_for(fallback, method, self.calibration_)(leads)[:, None]
+        mean, var = level + spread * mean, var * spread**2 * factor**2
+        mean = np.where(self.nonnegative_.to_numpy(), np.maximum(mean, 0.0), mean)
         mean[no_history] = var[no_history] = np.nan
         return mean, var
 
@@ -360,6 +404,23 @@ class Forecaster(BaseEstimator):
             n = len(record.times)
             state = advance(network, record.state, u[n:], gaps[n:])
         return SeriesState(times[order], y, xs, record.scale, state)
+
+
+def gaussian_quantiles(mean, var, alpha, nonnegative) -> np.ndarray:
+    """Quantiles `alpha` (A,) of independent Gaussians of `mean` and `var`
+    (n, d): (n, d, A); where `nonnegative` (d,) holds, the quantiles of
+    max(Y, 0) (a quantity never negative in training is never forecast
+    below zero, nor are its intervals)."""
+    q = np.asarray(mean)[..., None] + np.sqrt(np.asarray(var))[..., None] * norm.ppf(np.asarray(alpha, np.float64))
+    return np.where(np.asarray(nonnegative)[:, None], np.maximum(q, 0.0), q)
+
+
+def _levels(values, name) -> list[float]:
+    """`values` (a float or a list of floats in (0, 1)) as a list, else a ValueError naming `name`."""
+    values = [values] if isinstance(values, Real) else list(values)
+    if not values or not all(isinstance(v, Real) and 0 < v < 1 for v in values):
+        raise ValueError(f"{name} must be a float or a list of floats in (0, 1), got {values!r}")
+    return [float(v) for v in values]
 
 
 def _index_value(seconds, time_kind):

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 from sktime.datatypes import update_data
 from sktime.forecasting.base import BaseForecaster
 
-from ..forecasting import PARAMETERS, Forecaster
+from ..forecasting import PARAMETERS, Forecaster, gaussian_quantiles
 
 _INNER_MTYPES = ["pd.DataFrame", "pd-multiindex", "pd_multiindex_hier"]
-_OWN = ("horizon", "calendar", "n_queries", "window_length")
+_OWN = ("horizon", "calendar", "n_queries", "window_length", "fallback")
 
 
 class S5Forecaster(BaseForecaster):
@@ -51,13 +50,14 @@ class S5Forecaster(BaseForecaster):
     meaning and raise a `ValueError`.
 
     **Parameters:** those of `s5ts.forecasting.Forecaster` (see its
-    docstring): `horizon`, `calendar`, `n_queries`, `window_length`, and
-    the S5 architecture and training parameters it shares with
+    docstring): `horizon`, `calendar`, `n_queries`, `window_length`,
+    `fallback` (per series, S5's forecast or its average with a simple one,
+    chosen on the held-out end), and the S5 architecture and training parameters it shares with
     `S5Regressor` (`validation_fraction`: the held-out tail of each
     series' span).
 
     **Fitted attributes:** `forecaster_` (the `Forecaster`), and from it
-    `network_`, `history_`, `time_scale_`.
+    `network_`, `history_`, `time_scale_`, `fallback_`, `nonnegative_`.
 
     >>> import numpy as np, pandas as pd
     >>> from sktime.forecasting.base import ForecastingHorizon
@@ -101,7 +101,8 @@ class S5Forecaster(BaseForecaster):
     _config = {"remember_data": False}
 
     @PARAMETERS
-    def __init__(self, *, horizon=None, calendar="auto", n_queries=4, window_length=256, **shared):
+    def __init__(self, *, horizon=None, calendar="auto", n_queries=4, window_length=256, fallback="auto", **shared):
+        self.fallback = fallback
         self.horizon = horizon
         self.calendar = calendar
         self.n_queries = n_queries
@@ -131,6 +132,8 @@ class S5Forecaster(BaseForecaster):
         self.network_ = self.forecaster_.network_
         self.history_ = self.forecaster_.history_
         self.time_scale_ = self.forecaster_.time_scale_
+        self.fallback_ = self.forecaster_.fallback_
+        self.nonnegative_ = self.forecaster_.nonnegative_
 
     def _longest_lead(self, when: pd.Index):
         """The longest lead of a horizon after the cutoff, in y's units
@@ -217,10 +220,9 @@ class S5Forecaster(BaseForecaster):
 
     def _predict_quantiles(self, fh, X, alpha):
         mean, var, index = self._forecast(fh, X)
-        sd = np.sqrt(var)
         columns = self._get_columns(method="predict_quantiles", alpha=alpha)
-        values = [mean[:, j] + sd[:, j] * norm.ppf(a) for j in range(mean.shape[1]) for a in alpha]
-        return pd.DataFrame(np.stack(values, axis=1), index=index, columns=columns)
+        values = gaussian_quantiles(mean, var, alpha, self.nonnegative_.to_numpy())
+        return pd.DataFrame(values.reshape(len(index), -1), index=index, columns=columns)
 
     # ------------------------------------------------------------------
 

@@ -1,0 +1,176 @@
+r"""Which forecast each series gets: S5's alone, or S5's averaged with a
+simple one (`_simple`), chosen on the series' held-out end the way AutoETS
+chooses a model by information criterion.
+
+After training, every series that has a held-out tail (the last
+`validation_fraction` of its time span, kept out of the training targets)
+is forecast from rolling origins: from its last observation before the
+tail and from observations inside it (`held_out_pairs`), at the tail's
+later observations within the horizon. Each candidate's absolute errors,
+in units of the series' local spread (so they read as MASE), are summed
+per series (`Trial`). A series' score for a candidate is its mean error
+shrunk toward the candidate's mean over all series,
+$(\sum_s e + n_0 \bar e)/(n_s + n_0)$ with $n_0$ = `SHRINKAGE`: a series
+with a short tail leans on the panel's verdict. The lowest score wins; S5
+wins ties. A candidate's intervals are S5's predicted variances scaled by
+factors by lead read from the candidate's own held-out errors
+(`lead_calibration`), never below S5's own factors (`LeadCalibration.widest`).
+
+Why averages and not the simple forecasts alone, why $n_0 = 20$ and why
+intervals at least S5's: docs/forecasting.md, "Falling back", from the
+forecasting benchmark's development half (`benchmarks/forecast_fallback.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from ._calibration import LeadCalibration, lead_calibration
+
+S5 = "s5"
+
+#: Held-out forecasts that count as much as the panel's mean error in a
+#: series' score (`choose`).
+SHRINKAGE = 20.0
+
+#: At most this many rolling origins per series' tail, and this many
+#: targets per origin (evenly spaced), bound the held-out forecasts.
+MAX_ORIGINS = 32
+MAX_TARGETS = 64
+
+
+def candidate_names(simple: tuple[str, ...]) -> tuple[str, ...]:
+    """S5 alone, and S5 averaged with each simple forecast (`"s5+drift"`)."""
+    return (S5, *(f"{S5}+{name}" for name in simple))
+
+
+def simple_part(name: str) -> str | None:
+    """The simple forecast candidate `name` averages S5's with (None: S5 alone)."""
+    if name == S5:
+        return None
+    if not name.startswith(f"{S5}+"):
+        raise ValueError(f"unknown candidate {name!r}: S5 alone ('s5') or S5 averaged with a simple forecast ('s5+…')")
+    return name[len(S5) + 1:]
+
+
+def combined(name: str, s5_mean, simple_mean):
+    """Candidate `name`'s mean from S5's and its simple forecast's."""
+    return s5_mean if simple_part(name) is None else 0.5 * (s5_mean + simple_mean)
+
+
+def _evenly(indices: np.ndarray, most: int) -> np.ndarray:
+    if len(indices) <= most:
+        return indices
+    return indices[np.unique(np.round(np.linspace(0, len(indices) - 1, most)).astype(np.int64))]
+
+
+def held_out_pairs(times: np.ndarray, stop: int, lead: float) -> tuple[np.ndarray, np.ndarray]:
+    """(origins, targets), observation indices of the held-out forecasts of
+    a series whose tail starts at `stop`: origins from `stop - 1` on (at
+    most `MAX_ORIGINS`), each with the tail's later observations at most
+    `lead` after it (at most `MAX_TARGETS`). Empty without a tail."""
+    n = len(times)
+    origins, targets = [], []
+    for k in _evenly(np.arange(stop - 1, n - 1), MAX_ORIGINS) if stop < n else ():
+        last = int(np.searchsorted(times, times[k] + lead, side="right"))
+        q = _evenly(np.arange(max(k + 1, stop), min(last, n)), MAX_TARGETS)
+        origins.append(np.full(len(q), k))
+        targets.append(q)
+    if not origins:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(origins), np.concatenate(targets)
+
+
+@dataclasses.dataclass(frozen=True)
+class Trial:
+    """One series' held-out forecasts: per candidate (`names`) the sum of
+    absolute scaled errors (`sums`) over `count` values; for the intervals,
+    each value's scaled error per candidate (`errors`, (n, C)), S5's
+    predicted variance (`variances`) and lead (`leads`), model units."""
+
+    names: tuple[str, ...]
+    sums: np.ndarray
+    count: int
+    errors: np.ndarray
+    variances: np.ndarray
+    leads: np.ndarray
+
+    @classmethod
+    def of(cls, names, targets, means: dict, variances, leads) -> "Trial":
+        """From the scaled `targets` (Q, d), each candidate's scaled mean (Q, d) in `means`, S5's variances (Q, d)
+        and the leads (Q,)."""
+        valid = np.isfinite(targets) & np.all([np.isfinite(means[name]) for name in names], axis=0)
+        errors = np.stack([(targets - means[name])[valid] for name in names], axis=1)
+        leads = np.broadcast_to(np.asarray(leads, np.float64)[:, None], targets.shape)[valid]
+        return cls(tuple(names), np.abs(errors).sum(axis=0), int(valid.sum()), errors, variances[valid], leads)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fallback:
+    """The fitted choice: per series id the candidate used (`methods`;
+    series not listed use S5), the smoother's time constant (`taus`), and
+    each candidate's `LeadCalibration` (`calibrations`); `table` the
+    fitted attribute users read (`Forecaster.fallback_`)."""
+
+    methods: dict
+    taus: dict
+    calibrations: dict
+    table: pd.DataFrame
+
+    def method(self, sid) -> str:
+        return self.methods.get(sid, S5)
+
+
+def choose(ids: list, trials: list, taus: list, names: tuple[str, ...], floor: LeadCalibration) -> Fallback:
+    """The `Fallback` of series `ids` from their `Trial`s (None: no held-out
+    end, S5 kept) and smoother time constants, over candidates `names`;
+    `floor` S5's own interval factors, below which no candidate's go."""
+    tried = [t for t in trials if t is not None and t.count > 0]
+    rows, methods = [], {}
+    if not tried:
+        table = pd.DataFrame(
+            {"method": [S5] * len(ids), "held_out": np.zeros(len(ids), np.int64)},
+            index=pd.Index(ids, tupleize_cols=False, dtype=object, name="series"),
+        )
+        return Fallback({}, dict(zip(ids, taus)), {}, table)
+    pooled = sum(t.sums for t in tried) / sum(t.count for t in tried)
+    for sid, trial in zip(ids, trials):
+        if trial is None or trial.count == 0:
+            methods[sid] = S5
+            rows.append(np.full(len(names), np.nan))
+            continue
+        scores = (trial.sums + SHRINKAGE * pooled) / (trial.count + SHRINKAGE)
+        methods[sid] = names[int(np.argmin(scores))]  # the first, S5, on a tie
+        rows.append(trial.sums / trial.count)
+    errors = np.concatenate([t.errors for t in tried])
+    variances, leads = np.concatenate([t.variances for t in tried]), np.concatenate([t.leads for t in tried])
+    calibrations = {name: lead_calibration(errors[:, c], variances, leads).widest(floor) for c, name in enumerate(names)}
+    table = pd.DataFrame(np.array(rows), columns=list(names), index=pd.Index(ids, tupleize_cols=False, dtype=object))
+    table.insert(0, "held_out", [0 if t is None else t.count for t in trials])
+    table.insert(0, "method", [methods[sid] for sid in ids])
+    table.index.name = "series"
+    return Fallback({sid: m for sid, m in methods.items() if m != S5}, dict(zip(ids, taus)), calibrations, table)
+
+
+def fallback_summary(table: pd.DataFrame) -> str:
+    """One line per forecast used (`Forecaster.fallback_`): how many series
+    use it and their mean held-out error, beside S5's on the same series."""
+    lines = ["forecasts used (held-out mean absolute error in local spreads, the forecast's / S5's):"]
+    for method, rows in table.groupby("method", sort=False):
+        if rows["held_out"].sum() == 0:
+            lines.append(f"  {method}: {len(rows)} series, no held-out end")
+            continue
+        tried = rows[rows["held_out"] > 0]
+        lines.append(f"  {method}: {len(rows)} series, {tried[method].mean():.3f} / {tried[S5].mean():.3f}")
+    return "\n".join(lines)
+
+
+def calibration_for(fallback: Fallback | None, name: str, default: LeadCalibration) -> LeadCalibration:
+    """The interval factors of candidate `name` (`default`, the held-out
+    window's, for S5)."""
+    if name == S5 or fallback is None:
+        return default
+    return fallback.calibrations[name]

@@ -1,0 +1,219 @@
+"""The forecaster's fallback to simple forecasts on each series' held-out
+end (`_simple`, `_fallback`): the simple forecasts against naive loops in
+float64, the held-out pairs, the choice and its shrinkage, predictions that
+follow the chosen candidate, and forecasts of never-negative quantities
+that stay at or above zero."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from s5ts.forecasting import Forecaster
+from s5ts.forecasting._calendar import WEEK, Cycle
+from s5ts.forecasting._calibration import LeadCalibration
+from s5ts.forecasting._fallback import S5, SHRINKAGE, Trial, candidate_names, choose, held_out_pairs, simple_part
+from s5ts.forecasting._simple import simple_forecast, simple_names, smoother_time
+
+FAST = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 2, "random_state": 0}
+
+
+def _series(rng, n=40):
+    times = np.cumsum(rng.uniform(0.5, 3.0, n))
+    y = rng.normal(size=(n, 2)).cumsum(axis=0)
+    y[rng.random((n, 2)) < 0.25] = np.nan
+    y[0] = [1.0, np.nan]
+    return times, y
+
+
+def _naive(name, times, y, k, T, tau, period=None):
+    """One simple forecast of column by column, by loops over the history up to k."""
+    out = []
+    for j in range(y.shape[1]):
+        seen = [(times[i], y[i, j]) for i in range(k + 1) if not math.isnan(y[i, j])]
+        if not seen:
+            out.append(math.nan)
+            continue
+        t_last, last = seen[-1]
+        if name == "last_value":
+            out.append(last)
+        elif name == "drift":
+            t_first, first = seen[0]
+            slope = (last - first) / (t_last - t_first) if t_last > t_first else 0.0
+            out.append(last + slope * (T - t_last))
+        elif name == "smoother":
+            w = [math.exp(-(times[k] - t) / tau) for t, _ in seen]
+            out.append(sum(wi * v for wi, (_, v) in zip(w, seen)) / sum(w))
+        else:  # seasonal
+            m = max(1, math.ceil((T - times[k]) / period))
+            when = T - m * period
+            if not (seen[0][0] <= when <= t_last):
+                out.append(last)
+                continue
+            for (t0, v0), (t1, v1) in zip(seen, seen[1:] + [seen[-1]]):
+                if t0 <= when <= t1:
+                    out.append(v0 if t1 == t0 else v0 + (v1 - v0) * (when - t0) / (t1 - t0))
+                    break
+    return out
+
+
+@pytest.mark.parametrize("name", ["last_value", "drift", "smoother", "seasonal_weekly"])
+def test_simple_forecasts_match_naive_loops(name):
+    rng = np.random.default_rng(1)
+    times, y = _series(rng)
+    period = 9.0
+    cycles = (Cycle("weekly", period, 2),)
+    origins = rng.integers(0, len(times), 25)
+    at = times[origins] + rng.uniform(0.1, 20.0, 25)
+    got = simple_forecast(name, times, y, origins, at, tau=2.5, cycles=cycles)
+    want = np.array([_naive(name, times, y, k, T, 2.5, period) for k, T in zip(origins, at)])
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_simple_names_follow_the_cycles_and_unknown_names_raise():
+    assert simple_names(()) == ("last_value", "drift", "smoother")
+    assert simple_names((Cycle("weekly", WEEK, 2),))[-1] == "seasonal_weekly"
+    with pytest.raises(ValueError, match="seasonal_yearly"):
+        simple_forecast("seasonal_yearly", np.arange(3.0), np.ones((3, 1)), np.array([2]), np.array([4.0]), tau=1.0)
+
+
+def test_smoother_time_prefers_a_long_memory_on_noise_and_a_short_one_on_a_walk():
+    rng = np.random.default_rng(2)
+    times = np.arange(300.0)
+    noise = rng.normal(size=(300, 1))
+    walk = rng.normal(size=(300, 1)).cumsum(axis=0)
+    assert smoother_time(times, noise, 250) >= 8.0
+    assert smoother_time(times, walk, 250) <= 1.0
+
+
+def test_held_out_pairs_forecast_the_tail_from_rolling_origins():
+    times = np.cumsum(np.random.default_rng(3).uniform(0.5, 2.0, 200))
+    stop, lead = 150, 10.0
+    origins, targets = held_out_pairs(times, stop, lead)
+    assert origins.min() == stop - 1 and (targets >= stop).all() and (targets > origins).all()
+    assert (times[targets] - times[origins] <= lead).all()
+    assert len(np.unique(origins)) <= 32
+    # every target of the first origin within the lead
+    first = targets[origins == stop - 1]
+    within = np.flatnonzero((np.arange(200) >= stop) & (times - times[stop - 1] <= lead))
+    np.testing.assert_array_equal(first, within[: len(first)] if len(within) <= 64 else first)
+    assert len(held_out_pairs(times, 200, lead)[0]) == 0
+
+
+def _trial(names, mean_errors, count):
+    errors = np.tile(np.asarray(mean_errors, np.float64), (count, 1))
+    return Trial(names, errors.sum(axis=0), count, errors, np.ones(count), np.arange(count, dtype=np.float64))
+
+
+def test_candidates_are_s5_and_its_averages():
+    assert candidate_names(("last_value", "drift")) == ("s5", "s5+last_value", "s5+drift")
+    with pytest.raises(ValueError, match="unknown candidate"):
+        simple_part("drift")
+
+
+def test_the_widest_of_two_lead_calibrations_is_the_larger_factor_at_every_lead():
+    a = LeadCalibration(np.array([1.0, 3.0]), np.array([1.0, 2.0, 2.5]))
+    b = LeadCalibration(np.array([2.0]), np.array([1.5, 1.8]))
+    leads = np.linspace(0.0, 5.0, 101)
+    np.testing.assert_array_equal(a.widest(b)(leads), np.maximum(a(leads), b(leads)))
+
+
+def test_choose_picks_the_lowest_shrunk_error_and_keeps_s5_on_ties():
+    names = candidate_names(("last_value",))[:2] + ("s5+drift",)
+    trials = [
+        _trial(names, [2.0, 1.0, 1.5], 200),  # a long tail: its own verdict, last value
+        _trial(names, [1.0, 1.2, 1.1], 200),  # S5
+        _trial(names, [1.0, 0.9, 1.0], 2),  # a short tail leans on the panel's verdict
+        None,
+    ]
+    fallback = choose(["a", "b", "c", "d"], trials, [1.0] * 4, names, LeadCalibration())
+    assert fallback.table["method"].tolist() == ["s5+last_value", S5, "s5+last_value", S5]
+    assert fallback.method("b") == S5 and fallback.method("unknown") == S5
+    assert fallback.table.loc["a", "s5+last_value"] == pytest.approx(1.0)
+    # the panel's verdict alone decides for the short tail
+    pooled = (np.array([2.0, 1.0, 1.5]) * 200 + np.array([1.0, 1.2, 1.1]) * 200 + np.array([1.0, 0.9, 1.0]) * 2) / 402
+    own = (np.array([1.0, 0.9, 1.0]) * 2 + SHRINKAGE * pooled) / (2 + SHRINKAGE)
+    assert names[int(np.argmin(own))] == "s5+last_value"
+    assert set(fallback.calibrations) == set(names)
+    # no candidate's intervals narrower than S5's: the errors here would give factors well below 1
+    assert all((c(np.arange(300.0)) >= 1.0).all() for c in fallback.calibrations.values())
+    tie = choose(["a"], [_trial(names, [1.0, 1.0, 1.0], 50)], [1.0], names, LeadCalibration())
+    assert tie.method("a") == S5
+
+
+def _walk(n=160, seed=0):
+    rng = np.random.default_rng(seed)
+    times = pd.date_range("2021-01-01", periods=n, freq="D")
+    return pd.Series(100 + rng.normal(size=n).cumsum(), index=times)
+
+
+def test_predictions_follow_the_chosen_candidate():
+    y = _walk()
+    model = Forecaster(**FAST).fit(y, horizon="10D")
+    future = y.index[-1] + pd.to_timedelta([1, 4, 9], unit="D")
+    s5 = dataclasses.replace(model._fallback, methods={})
+    forced = dataclasses.replace(model._fallback, methods={None: "s5+last_value"})
+    model._fallback = s5
+    mean_s5, var_s5, _ = model.predict_distribution(future)
+    model._fallback = forced
+    mean, var, _ = model.predict_distribution(future)
+    np.testing.assert_allclose(mean[:, 0], 0.5 * (mean_s5[:, 0] + y.iloc[-1]), rtol=1e-9)
+    leads = (future - y.index[-1]).total_seconds().to_numpy() / model.time_scale_
+    ratio = (forced.calibrations["s5+last_value"](leads) / model.calibration_(leads)) ** 2
+    assert (ratio >= 1).all()
+    np.testing.assert_allclose(var[:, 0], var_s5[:, 0] * ratio, rtol=1e-6)
+
+
+def test_fallback_none_is_s5_alone_and_auto_reports_each_series():
+    y = _walk()
+    auto = Forecaster(**FAST).fit(y, horizon="10D")
+    plain = Forecaster(**FAST, fallback=None).fit(y, horizon="10D")
+    assert plain.fallback_["method"].tolist() == [S5]
+    table = auto.fallback_
+    assert list(table.columns[:2]) == ["method", "held_out"] and table["held_out"].iloc[0] > 0
+    assert set(candidate_names(("last_value", "drift", "smoother", "seasonal_weekly"))) == set(table.columns[2:])
+    future = y.index[-1] + pd.to_timedelta([2, 7], unit="D")
+    if table["method"].iloc[0] == S5:
+        pd.testing.assert_frame_equal(auto.predict(future), plain.predict(future))
+    with pytest.raises(ValueError, match="fallback"):
+        Forecaster(fallback="always").fit(y)
+
+
+def test_a_never_negative_quantity_is_never_forecast_below_zero():
+    hours = np.arange(0.0, 48.0, 1.5)
+    conc = pd.Series(10 * np.exp(-hours / 6.0), index=pd.to_timedelta(hours, unit="h"))
+    model = Forecaster(**FAST, fallback=None).fit(conc, horizon=pd.Timedelta("24h"))
+    assert model.nonnegative_.tolist() == [True]
+    future = conc.index[-1] + pd.to_timedelta([1, 6, 24], unit="h")
+    model._fallback = dataclasses.replace(model._fallback, methods={None: "s5+drift"}, calibrations={
+        "s5+drift": LeadCalibration(np.zeros(0), np.array([50.0]))})  # a falling line and very wide intervals
+    assert (model.predict(future).to_numpy() >= 0).all()
+    bounds = model.predict_interval(future, coverage=[0.8, 0.95])
+    assert (bounds.to_numpy() >= 0).all() and (bounds[(0, 0.95, "lower")] == 0).all()
+    quantiles = model.predict_quantiles(future, alpha=[0.05, 0.5])
+    assert (quantiles.to_numpy() >= 0).all()
+    # a quantity that was negative once keeps its Gaussian tails
+    signed = conc - 0.5
+    model = Forecaster(**FAST, fallback=None).fit(signed, horizon=pd.Timedelta("24h"))
+    assert model.nonnegative_.tolist() == [False]
+    assert (model.predict_interval(future, coverage=0.95).to_numpy() < 0).any()
+    with pytest.raises(ValueError, match="coverage"):
+        model.predict_interval(future, coverage=95)
+
+
+def test_a_parquet_fit_keeps_s5_for_every_series(tmp_path):
+    y = _walk(80)
+    frame = pd.DataFrame({"id": "a", "time": y.index, "value": y.to_numpy()})
+    frame.to_parquet(tmp_path / "part.parquet")
+    model = Forecaster(**FAST, id_col="id", time_col="time").fit(str(tmp_path), horizon="5D")
+    assert model.fallback_["method"].tolist() == [S5]
+    assert model.predict(y.index[-1] + pd.to_timedelta([1, 3], unit="D")).notna().all().all()
+
+
+def test_verbose_fit_reports_the_forecasts_used(capsys):
+    model = Forecaster(**FAST, verbose=True).fit(_walk(), horizon="10D")
+    out = capsys.readouterr().out
+    used = model.fallback_["method"].iloc[0]
+    assert "forecasts used" in out and f"{used}: 1 series" in out
