@@ -390,7 +390,7 @@ def test_bad_input_is_named(random_walk):
     panel = pd.concat({"p1": random_walk.iloc[:50], "p2": random_walk.iloc[50:120]}, names=["id", "time"])
     model = Forecaster(**FAST).fit(panel)
     late = random_walk.index[40] + pd.Timedelta(minutes=1)
-    with pytest.raises(ValueError, match="series 'p2': cannot forecast"):
+    with pytest.raises(ValueError, match="times: series 'p2' cannot forecast"):
         model.predict(pd.TimedeltaIndex([late]))
 
 
