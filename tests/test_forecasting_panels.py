@@ -1,9 +1,10 @@
 """Panels as users hold them: each series forecast at its own times (a
 (series, time) MultiIndex) or at leads after its own last observation,
 against the one-index call on that series alone; ISO date strings; errors
-naming the argument."""
+naming the argument; `horizon_` in the index's units."""
 
 import copy
+import pickle
 
 import numpy as np
 import pandas as pd
@@ -103,6 +104,7 @@ def test_leads_on_a_numeric_index_are_numbers():
     t = np.cumsum(rng.exponential(1.0, 50))
     y = pd.Series(np.sin(t), index=t, name="y")
     model = Forecaster(**FAST).fit(y, horizon=6.0)
+    assert model.horizon_ == 6.0 and isinstance(model.horizon_, float)
     got = model.predict(leads=[0.5, 4])
     expected = model.predict(t[-1] + np.array([0.5, 4.0]))
     assert got.index.equals(expected.index)
@@ -181,6 +183,7 @@ def test_strings_on_a_timedelta_index_are_durations():
     hours = np.cumsum(rng.exponential(1.0, 50))
     y = pd.Series(np.sin(hours), index=pd.to_timedelta(hours, unit="h").round("s"), name="y")
     model = Forecaster(**FAST).fit(y, horizon="12h")
+    assert model.horizon_ == pd.Timedelta(hours=12)
     got = model.predict(["3 days", "80h"])
     expected = model.predict(pd.to_timedelta(["3 days", "80h"]))
     assert got.index.equals(expected.index)
@@ -189,6 +192,15 @@ def test_strings_on_a_timedelta_index_are_durations():
     np.testing.assert_allclose(leads.to_numpy(), model.predict(y.index[-1:] + pd.Timedelta(hours=5)).to_numpy(), rtol=1e-6)
     with pytest.raises(ValueError, match="times: 'soon' is not a duration"):
         model.predict(["soon"])
+
+
+def test_horizon_is_in_the_index_units_and_survives_pickling(panel, model):
+    spans = [(_last(panel, sid) - _first(panel, sid)).total_seconds() for sid in ("a", "b", "c")]
+    assert isinstance(model.horizon_, pd.Timedelta)
+    assert model.horizon_.total_seconds() == pytest.approx(np.median(spans) / 4, rel=1e-9)
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored.horizon_ == model.horizon_
+    np.testing.assert_array_equal(restored.predict(leads="3h").to_numpy(), model.predict(leads="3h").to_numpy())
 
 
 def test_exogenous_x_is_needed_only_at_each_series_own_times():

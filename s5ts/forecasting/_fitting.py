@@ -389,6 +389,13 @@ def horizon_seconds(value, spans, time_kind: str, time_scale: float) -> float:
     return float(value)
 
 
+def horizon_value(seconds: float, time_kind: str):
+    """The longest lead trained for (`horizon_seconds`) in the units of the
+    series' index: a `pd.Timedelta` for datetime and timedelta times, a
+    number for numeric ones."""
+    return float(seconds) if time_kind == "numeric" else pd.Timedelta(seconds, unit="s")
+
+
 def fit_forecaster(forecaster, source: Source, horizon) -> dict:
     """The fitted attributes of `forecaster` from `source` (see the module
     docstring), assigned together at the end of `fit`; `horizon` overrides
@@ -450,7 +457,8 @@ def fit_forecaster(forecaster, source: Source, horizon) -> dict:
     ends = sorted((end for part in source.per_process(states_share) for end in part), key=lambda end: end[0])
     meta = dict(time_kind=time_kind, index_names=source.index_names, y_columns=source.y_columns, x_columns=source.x_columns)
     return dict(
-        network_=model, history_=history, time_scale_=layout.time_scale, horizon_=lead, cycles_=layout.cycles,
+        network_=model, history_=history, time_scale_=layout.time_scale, horizon_=horizon_value(lead, time_kind[0]),
+        _horizon_seconds=lead, cycles_=layout.cycles,
         calibration_=calibration, series_={sid: end for _, sid, end in ends}, _layout=layout, _meta=meta,
         _default_scale=default_scale, _x_mean=x_mean, _x_std=x_std,
     )

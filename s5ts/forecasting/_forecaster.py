@@ -91,7 +91,10 @@ class Forecaster(BaseEstimator):
     there (docs/scaling.md).
 
     **Fitted attributes:** `network_` (a `MultiHorizonNetwork`), `history_` (per-epoch records),
-    `time_scale_`, `horizon_`, `cycles_`, `calibration_` (a
+    `time_scale_` (the median gap, in seconds for datetime and timedelta
+    times), `horizon_` (the longest lead trained for, in the index's units:
+    a `pd.Timedelta` for datetime and timedelta times, a number for
+    numeric ones), `cycles_`, `calibration_` (a
     `LeadCalibration`: the factor on the standard deviations at each lead,
     in model units), `series_` (per series id, a `SeriesState`).
 
@@ -282,7 +285,7 @@ class Forecaster(BaseEstimator):
         if self._meta["x_columns"] is not None:
             x = self._query_x(sid, record, when, seconds, x_frame, has_x)
         u, leads = query_steps(layout, seconds, x, record.times[origin])
-        mean, var = forecast(self.network_, tuple(states), u, leads, self.horizon_ / self.time_scale_)
+        mean, var = forecast(self.network_, tuple(states), u, leads, self._horizon_seconds / self.time_scale_)
         mean, var = level + spread * mean, var * spread**2 * self.calibration_(leads)[:, None] ** 2
         mean[no_history] = var[no_history] = np.nan
         return mean, var
