@@ -1,7 +1,9 @@
-"""Panels as users hold them: each series forecast at its own times (a
-(series, time) MultiIndex) or at leads after its own last observation,
-against the one-index call on that series alone; ISO date strings; errors
-naming the argument; `horizon_` in the index's units."""
+"""Panels as users hold them (docs/forecasting.md, "Panels: each series'
+own times"): each series forecast at its own times (a (series, time)
+MultiIndex) or at leads after its own last observation, against the
+one-index call on that series alone; ISO date strings; errors naming the
+argument; `horizon_` in the index's units; a column a series has not
+observed yet forecast NaN for that series only."""
 
 import copy
 import pickle
@@ -201,6 +203,33 @@ def test_horizon_is_in_the_index_units_and_survives_pickling(panel, model):
     restored = pickle.loads(pickle.dumps(model))
     assert restored.horizon_ == model.horizon_
     np.testing.assert_array_equal(restored.predict(leads="3h").to_numpy(), model.predict(leads="3h").to_numpy())
+
+
+def test_a_column_not_observed_yet_is_nan_for_that_series_only():
+    # Series p never observes column "b"; q observes it from its 20th
+    # observation on. Each is forecast NaN (mean and variance) where it has
+    # no value of "b" before the time asked, and "a" is forecast everywhere.
+    rng = np.random.default_rng(7)
+    p, q = _series(rng, 50, "2024-01-01", columns=("a", "b")), _series(rng, 60, "2024-01-01", columns=("a", "b"))
+    p["b"] = np.nan
+    q.iloc[:20, 1] = np.nan
+    y = pd.concat({"p": p, "q": q}, names=["id", "time"])
+    model = Forecaster(**FAST).fit(y)
+    inside = q.index[10] + (q.index[11] - q.index[10]) / 2  # before q's first "b"
+    later = pd.Timedelta(hours=2)
+    asked = pd.MultiIndex.from_tuples([("p", p.index[30]), ("p", p.index[-1] + later), ("q", inside), ("q", q.index[-1] + later)])
+    mean, var, _ = model.predict_distribution(asked)
+    unobserved = np.array([[False, True], [False, True], [False, True], [False, False]])
+    assert np.isnan(mean[unobserved]).all() and np.isnan(var[unobserved]).all()
+    assert np.isfinite(mean[~unobserved]).all() and (var[~unobserved] > 0).all()
+    # A new series with "b" not observed yet, added by update, is forecast as p is.
+    updated = copy.deepcopy(model).update(pd.concat({"r": p}, names=["id", "time"]))
+    times = p.index[-1] + pd.to_timedelta([1, 5], unit="h")
+    np.testing.assert_allclose(
+        updated.predict([("r", t) for t in times]).to_numpy(), model.predict([("p", t) for t in times]).to_numpy(), rtol=1e-5
+    )
+    with pytest.raises(ValueError, match="column 'b' of y has no observed value in any series"):
+        Forecaster(**FAST).fit(pd.concat({"p": p, "q": q.assign(b=np.nan)}, names=["id", "time"]))
 
 
 def test_exogenous_x_is_needed_only_at_each_series_own_times():

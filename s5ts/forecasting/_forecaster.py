@@ -60,7 +60,8 @@ class Forecaster(BaseEstimator):
     indexed by time (datetime, timedelta, numbers or periods; irregular),
     or a MultiIndex frame `(series…, time)` for one global model over a
     panel; `X` exogenous features of the same layout at every time of `y`
-    and of the forecasts.
+    and of the forecasts. A column may be unobserved so far in some series
+    (not in all): it is forecast NaN there, the other columns as usual.
 
     **Forecasts** (`predict`, `predict_distribution`): at absolute `times`
     — one index for every series, or a `(series…, time)` MultiIndex that
@@ -191,7 +192,9 @@ class Forecaster(BaseEstimator):
           model has exogenous features, needs rows at those times).
 
         A time at or before an observation is forecast from the history
-        strictly before it (one step ahead in-sample).
+        strictly before it (one step ahead in-sample). A column of a
+        series with no observed value before a time (NaN so far) has NaN
+        mean and variance there; its other columns are forecast.
 
         A series' first observation time has no history to forecast from:
         `at_first="raise"` (default) raises, `"nan"` gives NaN mean and
@@ -261,14 +264,7 @@ class Forecaster(BaseEstimator):
                 f"{where(sid)}cannot forecast at {first}: it is not after the series' first observation "
                 f"({_index_value(record.times[0], self._meta['time_kind'])}), and a forecast needs history before it"
             )
-        level = last_values(record.y)[origin]
-        unknown = np.isnan(level).any(axis=1) & ~no_history
-        if unknown.any():
-            k = np.flatnonzero(unknown)[0]
-            column = self._meta["y_columns"][np.flatnonzero(np.isnan(level[k]))[0]]
-            raise ValueError(
-                f"{where(sid)}cannot forecast column {column!r} at {when[k]}: it has no observed value before then"
-            )
+        level = last_values(record.y)[origin]  # NaN: a column not observed yet, whose forecast is NaN
         n = len(record.times)
         states = [jnp.broadcast_to(s, (len(seconds), *s.shape)) for s in record.state]
         if record.carry is not None:  # every origin is the last observation
@@ -288,6 +284,7 @@ class Forecaster(BaseEstimator):
         mean, var = forecast(self.network_, tuple(states), u, leads, self._horizon_seconds / self.time_scale_)
         mean, var = level + spread * mean, var * spread**2 * self.calibration_(leads)[:, None] ** 2
         mean[no_history] = var[no_history] = np.nan
+        mean[np.isnan(level)] = var[np.isnan(level)] = np.nan
         return mean, var
 
     def _query_x(self, sid, record, when, seconds, x_frame, has_x):
