@@ -254,7 +254,7 @@ PARQUET = PARQUET_DATA + textwrap.dedent(
              forecast_ids=np.array(list(forecaster.series_), dtype=str),
              forecast_losses=np.array([h["train_loss"] for h in forecaster.history_]),
              calibration=np.array(repr(forecaster.calibration_)),
-             scales=np.array([forecaster.time_scale_, forecaster.horizon_]))
+             scales=np.array([forecaster.time_scale_, forecaster.horizon_.total_seconds()]))
     """
 )
 
@@ -302,7 +302,7 @@ def test_two_processes_stream_parquet_each_reading_its_own_files(tmp_path):
 
     alone = Forecaster(**eval(FORECASTER)).fit(vitals, X=["temp"])
     assert first["forecast_ids"].tolist() == list(alone.series_)
-    np.testing.assert_array_equal(first["scales"], [alone.time_scale_, alone.horizon_])
+    np.testing.assert_array_equal(first["scales"], [alone.time_scale_, alone.horizon_.total_seconds()])
     assert np.isfinite(first["forecast"]).all() and first["forecast_losses"].shape == (2,)
 
 

@@ -180,6 +180,30 @@ def test_a_parquet_forecaster_refuses_times_it_kept_no_history_for(tmp_path):
         model.update(late, pd.DataFrame({"temp": [0.0]}, index=late.index))
 
 
+def test_a_parquet_forecaster_forecasts_each_series_after_its_own_end(tmp_path):
+    # Leads count from each series' own last observation (the state a
+    # streamed fit keeps); series s1 never observes "b": its "b" is NaN
+    # (mean and variance), its "a" and every other series' columns are
+    # forecast. (Times at whole seconds: X's rows are looked up at the
+    # times leads make, each last observation read to the microsecond.)
+    df = panel(n=3)
+    df["time"] = df["time"].dt.floor("s")
+    df.loc[df["id"] == "s1", "b"] = np.nan
+    model = Forecaster(**dict(SMALL, max_epochs=1), id_col="id", time_col="time").fit(write(df, tmp_path / "data"), X=["temp"])
+    last = df.groupby("id")["time"].max()
+    asked = pd.MultiIndex.from_tuples([(sid, last[sid] + pd.Timedelta(hours=h)) for sid in last.index for h in (1, 6)])
+    future = pd.DataFrame({"temp": np.linspace(-1, 1, len(asked))}, index=asked)
+    mean, var, index = model.predict_distribution(leads=["1h", "6h"], X=future)
+    assert list(index) == list(asked)
+    expected_mean, expected_var, _ = model.predict_distribution(asked, future)
+    np.testing.assert_array_equal(mean, expected_mean)
+    np.testing.assert_array_equal(var, expected_var)
+    unobserved = np.zeros(mean.shape, bool)
+    unobserved[2:4, 1] = True  # s1's rows, column "b"
+    assert np.isnan(mean[unobserved]).all() and np.isnan(var[unobserved]).all()
+    assert np.isfinite(mean[~unobserved]).all() and (var[~unobserved] > 0).all()
+
+
 def test_a_parquet_forecaster_names_what_is_wrong(tmp_path):
     df = panel(n=3)
     path = write(df, tmp_path / "data")
@@ -193,8 +217,8 @@ def test_a_parquet_forecaster_names_what_is_wrong(tmp_path):
     with pytest.raises(ValueError, match="no column to forecast"):
         Forecaster(**reading).fit(path, X=["a", "b", "temp"])
     empty = df.copy()
-    empty.loc[empty["id"] == "s1", "b"] = np.nan
-    with pytest.raises(ValueError, match=r"series 's1': column 'b' of y has no observed value"):
+    empty["b"] = np.nan  # in every series (in some: forecast NaN there, tests/test_forecasting_panels.py)
+    with pytest.raises(ValueError, match=r"column 'b' of y has no observed value in any series"):
         Forecaster(**reading).fit(write(empty, tmp_path / "empty"), X=["temp"])
     shuffled = df.sample(frac=1.0, random_state=0)
     pq.write_table(pa.Table.from_pandas(shuffled, preserve_index=False), tmp_path / "shuffled.parquet")

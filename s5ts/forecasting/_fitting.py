@@ -56,7 +56,7 @@ from ._calendar import choose_cycles
 from ._calibration import held_out_calibration
 from ._fallback import Trial, candidate_names, choose, combined, held_out_pairs, simple_part
 from ._network import forecast, query_nll, states_after_each_step
-from ._series import SeriesState, as_frame, frames_panel, split_series, where, x_rows
+from ._series import SeriesState, as_frame, frames_panel, split_series, x_rows
 from ._simple import simple_forecast, simple_names, smoother_time
 from ._steps import SeriesScale, StepLayout, last_values, observation_steps, query_steps, standardised
 from ._windows import VALIDATION_QUERIES, WindowPlan, as_sequences, copies_for, held_out_start
@@ -283,7 +283,9 @@ class _Statistics:
     """What the statistics pass gathers (see the module docstring): per
     series `stops`, `spans`, `scales` and `minima` (each column's smallest
     value, inf if never observed); per chunk `x_moments`, the
-    exogenous columns' (counts, means, standard deviations), each (1, e)."""
+    exogenous columns' (counts, means, standard deviations), each (1, e);
+    `observed`, per column of y whether any series observes it (None
+    before a series is read)."""
 
     ledger: ChunkLedger = dataclasses.field(default_factory=ChunkLedger)
     stops: list = dataclasses.field(default_factory=list)
@@ -296,6 +298,7 @@ class _Statistics:
     last: float = -np.inf
     time_kind: tuple | None = None
     any_gap: bool = False
+    observed: np.ndarray | None = None
 
     @classmethod
     def merged(cls, parts: list[_Statistics]) -> _Statistics:
@@ -306,6 +309,8 @@ class _Statistics:
         out = cls(ledger, *series, ledger.per_chunk([part.x_moments for part in parts]))
         out.first, out.last = min(part.first for part in parts), max(part.last for part in parts)
         out.any_gap = any(part.any_gap for part in parts)
+        seen = [part.observed for part in parts if part.observed is not None]
+        out.observed = np.logical_or.reduce(seen) if seen else None
         owned = sorted((part for part in parts if part.ledger.keys), key=lambda part: part.ledger.keys[0])
         for part in owned:
             _same_kind(part.time_kind, owned[0].time_kind, part.ledger.ids[0])
@@ -327,9 +332,14 @@ def statistics_pass(source: Source, validation_fraction: float) -> _Statistics:
     process reads its own files and the shares are merged."""
     parts = source.per_process(lambda files: share_statistics(source, validation_fraction, files))
     if len(parts) == 1:
-        return parts[0]
-    stats = _Statistics.merged(parts)
-    source.check_unique(stats.ledger)
+        stats = parts[0]
+    else:
+        stats = _Statistics.merged(parts)
+        source.check_unique(stats.ledger)
+    if stats.observed is not None and not stats.observed.all():
+        # A column a series has not observed yet is forecast NaN for it; one no series observes has nothing to learn.
+        column = source.y_columns[np.flatnonzero(~stats.observed)[0]]
+        raise ValueError(f"column {column!r} of y has no observed value in any series")
     return stats
 
 
@@ -342,10 +352,8 @@ def share_statistics(source: Source, validation_fraction: float, files=None) -> 
         stats.time_kind = stats.time_kind or (panel.time_kind, panel.tz)
         _same_kind((panel.time_kind, panel.tz), stats.time_kind, series[0].id)
         for one in series:
-            empty = np.isnan(one.y).all(axis=0)
-            if empty.any():
-                column = source.y_columns[np.flatnonzero(empty)[0]]
-                raise ValueError(f"{where(one.id)}column {column!r} of y has no observed value")
+            observed = ~np.isnan(one.y).all(axis=0)
+            stats.observed = observed if stats.observed is None else stats.observed | observed
             stats.stops.append(held_out_start(one.times, validation_fraction))
             stats.spans.append(one.times[-1] - one.times[0])
             stats.scales.append(SeriesScale.of(one.y, SeriesScale.unknown(one.y.shape[1])))
@@ -397,6 +405,13 @@ def horizon_seconds(value, spans, time_kind: str, time_scale: float) -> float:
     if not (isinstance(value, Real) and math.isfinite(value) and value > 0):
         raise ValueError(f"horizon must be positive, got {value!r}")
     return float(value)
+
+
+def horizon_value(seconds: float, time_kind: str):
+    """The longest lead trained for (`horizon_seconds`) in the units of the
+    series' index: a `pd.Timedelta` for datetime and timedelta times, a
+    number for numeric ones."""
+    return float(seconds) if time_kind == "numeric" else pd.Timedelta(seconds, unit="s")
 
 
 def fit_forecaster(forecaster, source: Source, horizon) -> dict:
@@ -472,10 +487,10 @@ def fit_forecaster(forecaster, source: Source, horizon) -> dict:
     nonnegative = pd.Series(np.all(np.stack(stats.minima) >= 0, axis=0), index=source.y_columns, name="nonnegative")
     meta = dict(time_kind=time_kind, index_names=source.index_names, y_columns=source.y_columns, x_columns=source.x_columns)
     return dict(
-        network_=model, history_=history, time_scale_=layout.time_scale, horizon_=lead, cycles_=layout.cycles,
-        calibration_=calibration, series_={sid: end for _, sid, end, _, _ in ends}, fallback_=fallback.table,
-        nonnegative_=nonnegative, _fallback=fallback, _layout=layout, _meta=meta, _default_scale=default_scale,
-        _x_mean=x_mean, _x_std=x_std,
+        network_=model, history_=history, time_scale_=layout.time_scale, horizon_=horizon_value(lead, time_kind[0]),
+        _horizon_seconds=lead, cycles_=layout.cycles, calibration_=calibration,
+        series_={sid: end for _, sid, end, _, _ in ends}, fallback_=fallback.table, nonnegative_=nonnegative,
+        _fallback=fallback, _layout=layout, _meta=meta, _default_scale=default_scale, _x_mean=x_mean, _x_std=x_std,
     )
 
 

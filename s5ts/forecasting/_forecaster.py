@@ -15,15 +15,16 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..data import is_parquet_source, to_panel
+from ..data import is_parquet_source
 from ..estimators import TRAINING_CONSTRAINTS, SharedParameters
 from ..nn import IdentityEncoder, SequenceNetwork, block_settings, make_blocks
 from ..training import enable_compilation_cache, is_primary
+from ._asked import asked_after, asked_at
 from ._calendar import ORDERS
 from ._fallback import calibration_for, combined, fallback_summary, simple_part
 from ._fitting import FramesSource, ParquetSource, fit_forecaster
 from ._network import MultiHorizonNetwork, advance, forecast, states_after_each_step
-from ._series import SeriesState, as_frame, pick_x_columns, split_series, timestamps, where
+from ._series import SeriesState, as_frame, check_time_kind, pick_x_columns, split_series, timestamps, where
 from ._simple import simple_forecast
 from ._steps import SeriesScale, last_values, observation_steps, query_steps, standardised
 
@@ -62,7 +63,14 @@ class Forecaster(BaseEstimator):
     indexed by time (datetime, timedelta, numbers or periods; irregular),
     or a MultiIndex frame `(series…, time)` for one global model over a
     panel; `X` exogenous features of the same layout at every time of `y`
-    and of the forecasts.
+    and of the forecasts. A column may be unobserved so far in some series
+    (not in all): it is forecast NaN there, the other columns as usual.
+
+    **Forecasts** (`predict`, `predict_distribution`): at absolute `times`
+    — one index for every series, or a `(series…, time)` MultiIndex that
+    asks each series at its own times, ISO date strings accepted — or at
+    `leads` after each series' own last observation (`predict(leads="7D")`,
+    as sktime's relative horizons); see `predict_distribution`.
 
     **Parameters:** `horizon` — the longest lead trained for, in the time
     index's units (a Timedelta, or a string such as `"30D"`, for datetime
@@ -87,7 +95,10 @@ class Forecaster(BaseEstimator):
     there (docs/scaling.md).
 
     **Fitted attributes:** `network_` (a `MultiHorizonNetwork`), `history_` (per-epoch records),
-    `time_scale_`, `horizon_`, `cycles_`, `calibration_` (a
+    `time_scale_` (the median gap, in seconds for datetime and timedelta
+    times), `horizon_` (the longest lead trained for, in the index's units:
+    a `pd.Timedelta` for datetime and timedelta times, a number for
+    numeric ones), `cycles_`, `calibration_` (a
     `LeadCalibration`: the factor on the standard deviations at each lead,
     in model units), `series_` (per series id, a `SeriesState`),
     `fallback_` (a DataFrame, one row per series: the forecast used,
@@ -104,6 +115,8 @@ class Forecaster(BaseEstimator):
     >>> model = Forecaster(n_layers=1, d_model=8, state_size=4, max_epochs=2, random_state=0).fit(y)
     >>> future = y.index[-1] + pd.to_timedelta([0.5, 2.0, 7.5], unit="h")
     >>> model.predict(future).shape
+    (3, 1)
+    >>> model.predict(leads=["30min", "2h", "7.5h"]).shape  # the same times, after the last observation
     (3, 1)
     """
 
@@ -166,59 +179,107 @@ class Forecaster(BaseEstimator):
     # forecasts
 
     def predict_distribution(
-        self, times, X=None, *, at_first: str = "raise"
+        self, times=None, X=None, *, leads=None, at_first: str = "raise"
     ) -> tuple[np.ndarray, np.ndarray, pd.Index]:
-        """Gaussian forecasts at absolute `times` for every series:
-        `(mean (S·Q, d), var (S·Q, d), index)` in original units, rows
-        series-major (the index: `times`, or (series…, time) for a panel).
+        """Gaussian forecasts `(mean (n, d), var (n, d), index)` in original
+        units, one row per (series, time) asked, at either:
+
+        - `times`, absolute: a collection of times (or one) asked of every
+          series, rows series-major, the index `times` or, for a panel,
+          `(series…, time)`; or a `pd.MultiIndex` `(series…, time)` whose
+          leading levels are ids of fitted series (another id raises a
+          ValueError naming it), each series forecast at its own times
+          only, the rows and index in the order given (a list of
+          `(series…, time)` tuples is one). Strings are read as the
+          series' times: ISO 8601 dates (`"2024-03-01"`, `"2024-03-01
+          12:30"`) on a datetime index, wall times in its time zone when it
+          has one (a time that DST makes ambiguous or skips raises; a
+          string with a UTC offset is that instant), durations on a
+          timedelta index; periods are their start times.
+        - `leads`, relative (as sktime's relative `ForecastingHorizon`, but
+          from each series' own last observation, not one cutoff): a
+          positive lead, or a collection of them, after each series' last
+          observation — Timedeltas or strings such as `"7D"` on datetime
+          and timedelta indexes, numbers on numeric ones; rows
+          series-major, the index of the absolute times they make (each
+          series' last observation read to the microsecond; `X`, if the
+          model has exogenous features, needs rows at those times).
+
         A time at or before an observation is forecast from the history
-        strictly before it (one step ahead in-sample).
+        strictly before it (one step ahead in-sample). A column of a
+        series with no observed value before a time (NaN so far) has NaN
+        mean and variance there; its other columns are forecast.
 
         A series' first observation time has no history to forecast from:
         `at_first="raise"` (default) raises, `"nan"` gives NaN mean and
         variance there (sktime's full in-sample horizons include it). A
-        time before the first observation always raises."""
+        time before the first observation always raises (times asked of
+        every series: before any series' first observation)."""
         check_is_fitted(self, "network_")
         if at_first not in ("raise", "nan"):
             raise ValueError(f"at_first must be 'raise' or 'nan', got {at_first!r}")
-        when = timestamps(pd.Index(times))
-        seconds = self._seconds(when)
+        meta = self._meta
+        if (times is None) == (leads is None):
+            raise TypeError("predict needs times or leads, not both" if leads is not None else "predict needs times or leads")
+        if leads is None:
+            asked = asked_at(times, list(self.series_), meta["time_kind"], meta["index_names"])
+        else:
+            last = {sid: float(record.times[-1]) for sid, record in self.series_.items()}
+            asked = asked_after(leads, last, meta["time_kind"], meta["index_names"])
         x_by_id = {}
-        if X is not None and self._meta["x_columns"] is not None:
+        if X is not None and meta["x_columns"] is not None:
             x_by_id = {sid: f.set_axis(timestamps(f.index)) for sid, f in split_series(as_frame(X, "X"))}
-        means, variances = [], []
-        for sid, record in self.series_.items():
-            mean, var = self._series_forecast(sid, record, when, seconds, x_by_id.get(sid), X is not None, at_first)
-            means.append(mean)
-            variances.append(var)
-        return np.concatenate(means), np.concatenate(variances), self._output_index(when)
+        mean, var = (np.full((len(asked.index), len(meta["y_columns"])), np.nan) for _ in range(2))
+        for sid, (rows, when, seconds) in asked.series.items():
+            record = self.series_[sid]
+            if asked.shared and sid is not None:
+                self._check_history(sid, record, when, seconds, at_first)
+            if len(rows):
+                forecasts = self._series_forecast(sid, record, when, seconds, x_by_id.get(sid), X is not None, at_first)
+                mean[rows], var[rows] = forecasts
+        return mean, var, asked.index
 
-    def predict(self, times, X=None) -> pd.DataFrame:
-        """Mean forecasts at `times` (a DataFrame: rows as
-        `predict_distribution`, columns as `y`)."""
-        mean, _, index = self.predict_distribution(times, X)
+    def predict(self, times=None, X=None, *, leads=None) -> pd.DataFrame:
+        """Mean forecasts at `times`, or `leads` after each series' last
+        observation (a DataFrame: rows as `predict_distribution`, columns
+        as `y`)."""
+        mean, _, index = self.predict_distribution(times, X, leads=leads)
         return pd.DataFrame(mean, index=index, columns=self._meta["y_columns"])
 
-    def predict_quantiles(self, times, alpha=(0.1, 0.9), X=None) -> pd.DataFrame:
+    def predict_quantiles(self, times=None, alpha=(0.1, 0.9), X=None, *, leads=None) -> pd.DataFrame:
         """Quantiles `alpha` (a float or a list in (0, 1)) of the forecasts
-        at `times`: columns (column of `y`, alpha), as sktime's
+        at `times` (or `leads`, as `predict`): columns (column of `y`, alpha), as sktime's
         `predict_quantiles`; rows as `predict_distribution`."""
         alpha = _levels(alpha, "alpha")
-        mean, var, index = self.predict_distribution(times, X)
+        mean, var, index = self.predict_distribution(times, X, leads=leads)
         values = gaussian_quantiles(mean, var, alpha, self.nonnegative_.to_numpy())
         columns = pd.MultiIndex.from_product([self._meta["y_columns"], alpha])
         return pd.DataFrame(values.reshape(len(index), -1), index=index, columns=columns)
 
-    def predict_interval(self, times, coverage=0.9, X=None) -> pd.DataFrame:
+    def predict_interval(self, times=None, coverage=0.9, X=None, *, leads=None) -> pd.DataFrame:
         """Central intervals of `coverage` (a float or a list in (0, 1)) at
-        `times`: columns (column of `y`, coverage, "lower"/"upper"), as
+        `times` (or `leads`, as `predict`): columns (column of `y`, coverage, "lower"/"upper"), as
         sktime's `predict_interval`; rows as `predict_distribution`."""
         coverage = _levels(coverage, "coverage")
         alpha = [a for c in coverage for a in (0.5 - c / 2, 0.5 + c / 2)]
-        mean, var, index = self.predict_distribution(times, X)
+        mean, var, index = self.predict_distribution(times, X, leads=leads)
         values = gaussian_quantiles(mean, var, alpha, self.nonnegative_.to_numpy())
         columns = pd.MultiIndex.from_product([self._meta["y_columns"], coverage, ["lower", "upper"]])
         return pd.DataFrame(values.reshape(len(index), -1), index=index, columns=columns)
+
+    def _check_history(self, sid, record: SeriesState, when, seconds, at_first) -> None:
+        """Times asked of every series are after series `sid`'s first
+        observation (its first with `at_first="nan"`)."""
+        if record.carry is not None:  # `_series_forecast` says what a streamed fit keeps
+            return
+        early = seconds < record.times[0] if at_first == "nan" else seconds <= record.times[0]
+        if early.any():
+            raise ValueError(
+                f"times: series {sid!r} cannot forecast at {when[np.flatnonzero(early)[0]]}, not after its first "
+                f"observation ({_index_value(record.times[0], self._meta['time_kind'])}): times given alone are "
+                "asked of every series; ask each series at its own times with a (series…, time) MultiIndex, "
+                "or after its last observation with leads="
+            )
 
     def _series_forecast(self, sid, record: SeriesState, when, seconds, x_frame, has_x, at_first="raise"):
         layout = self._layout
@@ -238,14 +299,7 @@ class Forecaster(BaseEstimator):
                 f"{where(sid)}cannot forecast at {first}: it is not after the series' first observation "
                 f"({_index_value(record.times[0], self._meta['time_kind'])}), and a forecast needs history before it"
             )
-        level = last_values(record.y)[origin]
-        unknown = np.isnan(level).any(axis=1) & ~no_history
-        if unknown.any():
-            k = np.flatnonzero(unknown)[0]
-            column = self._meta["y_columns"][np.flatnonzero(np.isnan(level[k]))[0]]
-            raise ValueError(
-                f"{where(sid)}cannot forecast column {column!r} at {when[k]}: it has no observed value before then"
-            )
+        level = last_values(record.y)[origin]  # NaN: a column not observed yet, whose forecast is NaN
         n = len(record.times)
         states = [jnp.broadcast_to(s, (len(seconds), *s.shape)) for s in record.state]
         if record.carry is not None:  # every origin is the last observation
@@ -262,7 +316,7 @@ class Forecaster(BaseEstimator):
         if self._meta["x_columns"] is not None:
             x = self._query_x(sid, record, when, seconds, x_frame, has_x)
         u, leads = query_steps(layout, seconds, x, record.times[origin])
-        mean, var = forecast(self.network_, tuple(states), u, leads, self.horizon_ / self.time_scale_)
+        mean, var = forecast(self.network_, tuple(states), u, leads, self._horizon_seconds / self.time_scale_)
         fallback = self._fallback
         method = fallback.method(sid)
         simple = simple_part(method)
@@ -274,6 +328,7 @@ class Forecaster(BaseEstimator):
         mean, var = level + spread * mean, var * spread**2 * factor**2
         mean = np.where(self.nonnegative_.to_numpy(), np.maximum(mean, 0.0), mean)
         mean[no_history] = var[no_history] = np.nan
+        mean[np.isnan(level)] = var[np.isnan(level)] = np.nan
         return mean, var
 
     def _query_x(self, sid, record, when, seconds, x_frame, has_x):
@@ -306,39 +361,6 @@ class Forecaster(BaseEstimator):
             )
         return x
 
-    def _seconds(self, index: pd.Index) -> np.ndarray:
-        """Times of `index` on the scale of the fitted series' times."""
-        if len(index) == 0:
-            return np.zeros(0)
-        order = np.argsort(np.asarray(index), kind="stable")
-        frame = pd.DataFrame({"t": np.zeros(len(index))}, index=index[order])
-        try:
-            panel = to_panel([frame])
-        except ValueError as error:
-            raise ValueError(f"forecast times: {error}") from error
-        self._check_time_kind(panel, "the forecast times are {}")
-        seconds = np.empty(len(index))
-        seconds[order] = panel.times[0]
-        return seconds
-
-    def _check_time_kind(self, panel, what: str) -> None:
-        """A TypeError unless `panel`'s times are of the fitted kind; `what` names them, "{}" their kind."""
-        kind, tz = self._meta["time_kind"]
-        if (panel.time_kind, panel.tz) != (kind, tz):
-            fitted = f"but the forecaster was fitted on {kind} times (tz {tz})"
-            raise TypeError(f"{what.format(panel.time_kind)} (tz {panel.tz}), {fitted}")
-
-    def _output_index(self, when: pd.Index) -> pd.Index:
-        ids = list(self.series_)
-        if ids == [None]:
-            return when
-        Q = len(when)
-        time_level = when[np.tile(np.arange(Q), len(ids))]
-        names = self._meta["index_names"]
-        depth = len(names) - 1
-        levels = [pd.Index([sid[level] if depth > 1 else sid for sid in ids]).repeat(Q) for level in range(depth)]
-        return pd.MultiIndex.from_arrays([*levels, time_level], names=names)
-
     # ------------------------------------------------------------------
     # update
 
@@ -347,15 +369,16 @@ class Forecaster(BaseEstimator):
         observations after its last known time; late observations (inside
         the known history) are merged and the series' state recomputed from
         its start; a known time with a different value raises. Series new
-        to the model start from the zero state. The weights stay as fitted
-        (`fit` again to retrain)."""
+        to the model start from the zero state and get S5's forecast (the
+        fallback was chosen in fit). The weights and each series' fallback
+        stay as fitted (`fit` again to retrain)."""
         check_is_fitted(self, "network_")
         columns = self._meta["x_columns"]
         if columns is not None and X is None:
             raise ValueError("the forecaster was fitted with exogenous X, so update needs X too")
         source = FramesSource.of(y, None if columns is None else X, columns)
         panel = source.chunk.panel
-        self._check_time_kind(panel, "y has {} times")
+        check_time_kind((panel.time_kind, panel.tz), self._meta["time_kind"], "y has {} times")
         records = dict(self.series_)
         for one in source.series:
             x = standardised(one.x, self._x_mean, self._x_std)

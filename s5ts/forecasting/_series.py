@@ -43,6 +43,15 @@ def where(sid) -> str:
     return "" if sid is None else f"series {sid!r}: "
 
 
+def check_time_kind(kind: tuple, fitted: tuple, what: str) -> None:
+    """A TypeError unless times of `kind`, `(kind, tz)`, are of the `fitted`
+    one; `what` names them, "{}" their kind."""
+    if kind != fitted:
+        raise TypeError(
+            f"{what.format(kind[0])} (tz {kind[1]}), but the forecaster was fitted on {fitted[0]} times (tz {fitted[1]})"
+        )
+
+
 def split_series(frame: pd.DataFrame) -> list:
     """`[(id, frame indexed by time)]`: one entry (id None) for a single
     series; for a MultiIndex, one per instance (id = the outer level's value,

@@ -29,6 +29,7 @@ the network saw.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -105,7 +106,8 @@ class SeriesScale:
     @classmethod
     def of(cls, y: Float[np.ndarray, "L d"], default: "SeriesScale | None" = None) -> "SeriesScale":
         """The scale of `y`; columns without one take `default`'s (or 1, 0, 1)."""
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a column not observed yet: NaN, then `default`'s
             center = np.nanmean(y, axis=0) if len(y) else np.full(y.shape[1], np.nan)
             width = np.nanstd(y, axis=0) if len(y) else np.full(y.shape[1], np.nan)
         width = np.where(width > 0, width, np.nan)
