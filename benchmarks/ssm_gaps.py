@@ -21,6 +21,11 @@ respect to every parameter of the SSM and to the input u):
 - per-step, naive (L,P,H): B̄_k = w_k ⊙ B̃ materialised as an (L, P, H) array
   and applied to u_k, as the reference variable-step code does. Compiled and
   sized always; run only if its memory fits in `--max-gib`.
+- per-step gaps, selective "scaled" / "split": `S5SSM(selective=...)`, the
+  same layer with each step's Δ selected from its input
+  (Δˢᵉˡ_k = softplus(W_Δ u_k + softplus⁻¹(Δ)), W_Δ (P, H) random), combined
+  with the gap (`docs/s5-layer.md#selective-steps-on-real-gaps`); the
+  ratio printed is against "per-step gaps (S5SSM)" (goal <= 1.3x).
 - fixed step / per-step gaps, batch over N devices: the first two variants
   with the batch's rows split over N CPU devices (`--devices`, default one
   per core), placed as the estimators place their batches. XLA runs a
@@ -41,6 +46,7 @@ import os
 from typing import Callable
 
 import _timing as T
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 
@@ -129,21 +135,36 @@ def forward_backward(layer: Callable) -> Callable:
 
 
 def make_inputs(batch: int, length: int, d_model: int, state: int, *, key):
-    k_ssm, k_u, k_gaps = jax.random.split(key, 3)
+    k_ssm, k_u, k_gaps, k_w = jax.random.split(key, 4)
     ssm = S5SSM(d_model=d_model, state_size=state, key=k_ssm)
     u = jax.random.normal(k_u, (batch, length, d_model))
     gaps = jax.random.exponential(k_gaps, (batch, length))
-    return ssm, u, gaps
+    # The selective layers: the same draws (k_ssm), and a random W_Δ (it starts at 0).
+    weight = 0.1 * jax.random.normal(k_w, (state, d_model))
+    selective = {
+        name: eqx.tree_at(lambda m: m.select_weight, S5SSM(d_model=d_model, state_size=state, selective=name, key=k_ssm), weight)
+        for name in SELECTIVE
+    }
+    return ssm, selective, u, gaps
 
 
+SELECTIVE = ("scaled", "split")
 FIXED, PER_STEP = "fixed step (Lbar, w: (P,))", "per-step gaps (S5SSM)"
+
+
+def selective_variant(name: str) -> str:
+    return f"per-step gaps, selective {name!r}"
+
+
+# name -> (layer, gaps, autodiff, the layer's `selective`)
 VARIANTS = {
-    FIXED: (fixed_step, "irregular", None),
-    PER_STEP: (per_step, "irregular", None),
-    "constant gaps via S5SSM": (per_step, "constant", None),
-    "per-step, unfused (L,P) Lbar, w": (unfused_per_step, "irregular", None),
-    "per-step, unfused, plain autodiff": (unfused_per_step, "irregular", "auto"),
-    "per-step, naive (L,P,H)": (naive_per_step, "irregular", None),
+    FIXED: (fixed_step, "irregular", None, None),
+    PER_STEP: (per_step, "irregular", None, None),
+    **{selective_variant(name): (per_step, "irregular", None, name) for name in SELECTIVE},
+    "constant gaps via S5SSM": (per_step, "constant", None, None),
+    "per-step, unfused (L,P) Lbar, w": (unfused_per_step, "irregular", None, None),
+    "per-step, unfused, plain autodiff": (unfused_per_step, "irregular", "auto", None),
+    "per-step, naive (L,P,H)": (naive_per_step, "irregular", None, None),
 }
 
 
@@ -182,17 +203,21 @@ def main(argv: list[str] | None = None) -> None:
         f"scan={_scan.resolve_scan_method('auto')} (auto), _SEQUENTIAL_UNROLL={_scan._SEQUENTIAL_UNROLL}, "
         f"repeats={args.repeats}; loss = mean(y^2), grads w.r.t. all SSM parameters and u"
     )
-    ssm, u, gaps = make_inputs(args.batch, args.length, args.d_model, args.state, key=jax.random.key(0))
+    ssm, selective, u, gaps = make_inputs(args.batch, args.length, args.d_model, args.state, key=jax.random.key(0))
     gap_arrays = {"irregular": gaps, "constant": jnp.ones_like(gaps)}
+    layers = {None: ssm, **selective}
 
     # name -> (layer, autodiff, arguments)
-    variants = {name: (layer, autodiff, (ssm, u, gap_arrays[kind])) for name, (layer, kind, autodiff) in VARIANTS.items()}
+    variants = {
+        name: (layer, autodiff, (layers[chosen], u, gap_arrays[kind]))
+        for name, (layer, kind, autodiff, chosen) in VARIANTS.items()
+    }
     placement = placement_for(args.batch)
     if placement.n_devices > 1:
         rows = placement.put_batch({"u": u, "gaps": gaps})
         split = (placement.replicate(ssm), rows["u"], rows["gaps"])
         for name in (FIXED, PER_STEP):
-            layer, _, autodiff = VARIANTS[name]
+            layer, _, autodiff, _ = VARIANTS[name]
             variants[f"{name}, batch over {placement.n_devices} devices"] = (layer, autodiff, split)
 
     results = {}
@@ -231,6 +256,12 @@ def main(argv: list[str] | None = None) -> None:
     per = fb_times[PER_STEP]
     value, low = per.median / fb_times[base].median, per.low / fb_times[base].low
     print(f"\nper-step gaps / fixed step, forward+backward, one device = {value:.2f}x (medians), {low:.2f}x (minima)")
+    for name in SELECTIVE:
+        sel = fb_times[selective_variant(name)]
+        print(
+            f"selective {name!r} / S5 (per-step gaps), forward+backward, one device = "
+            f"{sel.median / per.median:.2f}x (medians), {sel.low / per.low:.2f}x (minima)   (goal <= 1.3x)"
+        )
     def fastest(variant):
         """The variant at its faster placement (one device, or the batch split)."""
         return min((t for n, t in fb_times.items() if n.startswith(variant)), key=lambda t: t.median)

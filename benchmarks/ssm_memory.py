@@ -6,7 +6,8 @@ The figure is temp + argument + output bytes of the compiled
 `value_and_grad` (loss = mean(y²), gradients with respect to every SSM
 parameter and to u): everything the computation holds at once, at worst.
 The variants are those of `ssm_gaps.py` (fixed step, per-step gaps,
-per-step with plain autodiff through the scan, naive (L, P, H)), each with the
+per-step with plain autodiff through the scan, naive (L, P, H), the selective
+layers "scaled" and "split"), each with the
 sequential and the associative scan.
 
     python3 benchmarks/ssm_memory.py                # B=8, L=4096, H=128, P=128
@@ -52,6 +53,11 @@ def main(argv: list[str] | None = None) -> None:
             (f"per-step gaps, {method}, unfused, custom-VJP scan", unfused_per_step, ssm, None),
             (f"per-step gaps, {method}, unfused, plain autodiff", unfused_per_step, ssm, method),
             (f"per-step, naive (L,P,H), {method}", naive_per_step, ssm, None),
+        ]
+        variants += [
+            (f"per-step gaps, {method}, selective {name!r}", per_step,
+             S5SSM(d_model=H, state_size=P, scan=method, selective=name, key=key), None)
+            for name in ("scaled", "split")
         ]
     rows, totals = [], {}
     for name, layer, ssm, autodiff in variants:

@@ -13,13 +13,31 @@ from conftest import float64_module, unchecked
 from s5ts.nn import S5SSM, backward_gaps, block_diagonal_hippo, hippo_n
 
 
-def naive_ssm(ssm, u, gaps, mask):
-    """Python loop in float64 numpy, straight from the equations."""
-    lam = -np.exp(np.asarray(ssm.log_neg_real, np.float64)) + 1j * np.asarray(ssm.lambda_imag, np.float64)
+def naive_lambda(ssm):
+    """Λ in numpy complex128."""
+    return -np.exp(np.asarray(ssm.log_neg_real, np.float64)) + 1j * np.asarray(ssm.lambda_imag, np.float64)
+
+
+def naive_rule(discretization, lam, step):
+    """(Λ̄, w) over `step` by the textbook formulas, numpy complex128."""
+    if discretization == "zoh":
+        lam_bar = np.exp(lam * step)
+        return lam_bar, (lam_bar - 1) / lam
+    return (1 + lam * step / 2) / (1 - lam * step / 2), step / (1 - lam * step / 2)
+
+
+def naive_ssm(ssm, u, gaps, mask, coefficients=None):
+    """Python loop in float64 numpy, straight from the equations.
+    `coefficients(k, gap)`: (Λ̄_k, w_k) of step k over `gap` (default S5's,
+    over the step Δ·gap)."""
+    lam = naive_lambda(ssm)
     B = np.asarray(ssm.B_re, np.float64) + 1j * np.asarray(ssm.B_im, np.float64)
     C = np.asarray(ssm.C_re, np.float64) + 1j * np.asarray(ssm.C_im, np.float64)
     D = np.asarray(ssm.D, np.float64)
     delta = np.exp(np.asarray(ssm.log_step, np.float64))
+    if coefficients is None:
+        def coefficients(k, gap):
+            return naive_rule(ssm.discretization, lam, delta * gap)
 
     def run(order, step_gaps, C):
         x = np.zeros(len(lam), complex)
@@ -27,13 +45,7 @@ def naive_ssm(ssm, u, gaps, mask):
         for k in order:
             if not mask[k]:
                 continue
-            step = delta * step_gaps[k]
-            if ssm.discretization == "zoh":
-                lam_bar = np.exp(lam * step)
-                weight = (lam_bar - 1) / lam
-            else:
-                lam_bar = (1 + lam * step / 2) / (1 - lam * step / 2)
-                weight = step / (1 - lam * step / 2)
+            lam_bar, weight = coefficients(k, step_gaps[k])
             x = lam_bar * x + weight * (B @ u[k])
             ys[k] = 2 * np.real(C @ x)
         return ys, x

@@ -22,7 +22,7 @@ from typing import Any
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..data import LAYOUTS
-from ..nn import ACTIVATIONS, DISCRETISATIONS, ENCODERS, INITS, INPUT_HOLDS, POOLS, SCAN_METHODS
+from ..nn import ACTIVATIONS, DISCRETISATIONS, ENCODERS, INITS, INPUT_HOLDS, POOLS, SCAN_METHODS, SELECTIONS
 from ..training import MIN_CHUNK_LENGTH
 from ._time_handling import TIME_HANDLINGS
 
@@ -77,6 +77,7 @@ S5_PARAMETERS = (
     _p("discretization", "zoh", StrOptions(set(DISCRETISATIONS)), roles=("network", "s5")),
     _p("input_hold", "gap", StrOptions(set(INPUT_HOLDS)), roles=("network", "s5")),
     _p("init", "hippo", StrOptions(set(INITS)), roles=("network", "s5")),
+    _p("selective", None, StrOptions(set(SELECTIONS) - {None}), None, roles=("network", "s5")),
     _p("bidirectional", False, "boolean", roles=("network", "s5")),
     _p("activation", "half_glu", StrOptions(set(ACTIVATIONS)), roles=("network", "s5")),
     _p("prenorm", False, "boolean", roles=("network", "s5")),

@@ -102,7 +102,9 @@ class S5Regressor(SequenceRegressor, S5Estimator):
 
     - Architecture: `n_layers`, `d_model` (H), `state_size` (P complex
       states), `blocks` (J HiPPO-N blocks), `init` ("hippo" | "s4d_lin" |
-      "s4d_inv" | "s4d_real": the initial Λ), `discretization` ("zoh" |
+      "s4d_inv" | "s4d_real": the initial Λ), `selective` (None | "scaled" |
+      "split": each step's Δ selected from its input, with the real gap),
+      `discretization` ("zoh" |
       "bilinear"), `bidirectional`, `activation` ("gelu" | "glu" |
       "half_glu" | "half_glu2"), `prenorm`, `dropout`, `dt_min`/`dt_max` (initial
       timescales), `encoder` ("identity" | "pendulum_cnn"), `pooling`

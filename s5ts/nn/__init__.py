@@ -33,6 +33,7 @@ from ._init import INITS, block_diagonal_hippo, diagonalised_hippo_n, hippo_n, i
 from ._model import AbstractSequenceModel, AbstractSSM, AbstractStatefulSequenceModel
 from ._network import POOLINGS, POOLS, GaussianHead, MLPHead, SequenceNetwork, elup1, masked_last, masked_max, masked_mean
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
+from ._selection import SELECTIONS, Fixed, Scaled, Selection, Split, make_selection, selected_steps
 from ._ssm import S5SSM, backward_gaps
 
 __all__ = [
@@ -82,6 +83,13 @@ __all__ = [
     "SCAN_METHODS",
     "linear_scan",
     "resolve_scan_method",
+    "SELECTIONS",
+    "Fixed",
+    "Scaled",
+    "Selection",
+    "Split",
+    "make_selection",
+    "selected_steps",
     "S5SSM",
     "backward_gaps",
 ]

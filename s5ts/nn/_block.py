@@ -80,7 +80,7 @@ class S5Block(eqx.Module):
     `norm(x + Dropout(act(S5(x))))` (post-norm), on one sequence.
 
     **Arguments:** `d_model` H, `state_size` P, `blocks` J, `discretization`,
-    `bidirectional`, `scan`, `dt_min`, `dt_max`, `input_hold`, `init` (see `S5SSM`); `activation`
+    `bidirectional`, `scan`, `dt_min`, `dt_max`, `input_hold`, `init`, `selective` (see `S5SSM`); `activation`
     ("gelu" | "glu" | "half_glu" | "half_glu2"); `dropout` rate; `prenorm`; `key`;
     `dtype` of every parameter (None: JAX's default float, see `S5SSM`).
 
@@ -109,6 +109,7 @@ class S5Block(eqx.Module):
         prenorm: bool = False,
         input_hold: str = "gap",
         init: str = "hippo",
+        selective: str | None = None,
         *,
         key: PRNGKeyArray,
         dtype=None,
@@ -116,7 +117,7 @@ class S5Block(eqx.Module):
         k_ssm, k_act = jax.random.split(key)
         self.ssm = S5SSM(
             d_model, state_size, blocks, discretization, bidirectional, scan, dt_min, dt_max, input_hold, init,
-            key=k_ssm, dtype=dtype,
+            selective, key=k_ssm, dtype=dtype,
         )
         self.norm = eqx.nn.LayerNorm(d_model, dtype=default_float(dtype))
         self.activation = make_activation(activation, d_model, key=k_act, dtype=dtype)

@@ -178,10 +178,14 @@ def step_coefficients(
     r"""$(\bar\Lambda_k, w_k)$ for gaps $g_k$ of shape (L,) or ():
     $\bar\Lambda_k$ from the step $\Delta g_k$, and $w_k$ from the same step
     (`GapHold`) or from the unit step $\Delta$ (`UnitHold`)."""
-    dtype = lam.real.dtype
-    step = (jnp.broadcast_to(timescale, gaps.shape + timescale.shape) * gaps[..., None]).astype(dtype)
-    lam_bar, weight = rule(lam, step)
+    lam_bar, weight = rule(lam, gap_steps(timescale, gaps, lam.real.dtype))
     return lam_bar, hold.weight(weight, hold.unit_weight(rule, lam, timescale))
+
+
+def gap_steps(steps: Float[Array, "*S P"], gaps: Float[Array, "*L"], dtype) -> Float[Array, "*L P"]:
+    """The step of each state over each gap, `steps` (P,) or (L, P) times
+    `gaps` (L,) or (), in `dtype`."""
+    return (jnp.broadcast_to(steps, gaps.shape + steps.shape[-1:]) * gaps[..., None]).astype(dtype)
 
 
 def _named(base: type, kinds: dict, name, choices: str):

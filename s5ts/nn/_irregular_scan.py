@@ -9,6 +9,10 @@ Here one loop computes them row by row as it goes, and the custom VJP
 recomputes them in its reverse loop while it accumulates the gradients of
 $\Lambda$ and $\Delta$, so the only (L, P) arrays kept are the states.
 
+A selective layer (`s5ts.nn._selection`) passes its selected steps
+(L, P) as one more input, read row by row like the gaps; their cotangent is
+written row by row in the reverse loop.
+
 With the adjoint $\lambda_k = \bar x_k + \bar\Lambda_{k+1}\lambda_{k+1}$, step k
 contributes the pullback of $(\bar\Lambda_k, b_k)$ at
 $(\lambda_k x_{k-1}, \lambda_k)$, and the initial state gets
@@ -25,13 +29,17 @@ from jaxtyping import Array, Bool, Complex, Float
 
 from ._discretisation import Discretisation, InputHold, make_discretisation, make_input_hold
 from ._scan import _SEQUENTIAL_UNROLL
+from ._selection import Selection, make_selection
 
 
-def _coefficients(rule: Discretisation, hold: InputHold, lam, timescale, gap, valid, bu_k, unit):
+def _coefficients(
+    rule: Discretisation, hold: InputHold, selection: Selection, lam, timescale, gap, valid, bu_k, unit, selected_k
+):
     """(Λ̄_k, b_k = w_k ⊙ B̃u_k) for one step; a masked step is (1, 0).
     `unit`: the unit-step weight (P,) of a `hold` that reads it, computed
-    once per sequence (None otherwise)."""
-    lam_bar, weight = rule(lam, (timescale * gap).astype(lam.real.dtype))
+    once per sequence (None otherwise); `selected_k`: the step's selected
+    steps (P,) of a `selection` that reads them (None otherwise)."""
+    lam_bar, weight = selection.coefficients(rule, lam, timescale, gap, selected_k)
     weight = hold.weight(weight, unit)
     lam_bar = jnp.where(valid, lam_bar, jnp.ones_like(lam_bar))
     b_k = jnp.where(valid, weight * bu_k, jnp.zeros_like(bu_k))
@@ -45,7 +53,12 @@ def _order(length: int, reverse: bool):
     return (lambda i: i), 0, -1
 
 
-def _forward(rule, hold, reverse, lam, timescale, gaps, mask, bu, state):
+def _at(array, k):
+    """`array[k]`, or None for an absent array."""
+    return None if array is None else array[k]
+
+
+def _forward(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected):
     # In-place loop as in `_scan._sequential_loop`: only under the custom VJP
     # (plain autodiff of the indexing would be quadratic in L).
     length = gaps.shape[0]
@@ -55,7 +68,9 @@ def _forward(rule, hold, reverse, lam, timescale, gaps, mask, bu, state):
     def body(i, carry):
         x_prev, out = carry
         k = index(i)
-        a_k, b_k = _coefficients(rule, hold, lam, timescale, gaps[k], mask[k], bu[k], unit)
+        a_k, b_k = _coefficients(
+            rule, hold, selection, lam, timescale, gaps[k], mask[k], bu[k], unit, _at(selected, k)
+        )
         x_k = a_k * x_prev + b_k
         return x_k, out.at[k].set(x_k)
 
@@ -63,18 +78,18 @@ def _forward(rule, hold, reverse, lam, timescale, gaps, mask, bu, state):
     return x
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
-def _fused(rule, hold, reverse, lam, timescale, gaps, mask, bu, state):
-    return _forward(rule, hold, reverse, lam, timescale, gaps, mask, bu, state)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2, 3))
+def _fused(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected):
+    return _forward(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected)
 
 
-def _fused_fwd(rule, hold, reverse, lam, timescale, gaps, mask, bu, state):
-    x = _forward(rule, hold, reverse, lam, timescale, gaps, mask, bu, state)
-    return x, (lam, timescale, gaps, mask, bu, state, x)
+def _fused_fwd(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected):
+    x = _forward(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected)
+    return x, (lam, timescale, gaps, mask, bu, state, selected, x)
 
 
-def _fused_bwd(rule, hold, reverse, residuals, x_bar):
-    lam, timescale, gaps, mask, bu, state, x = residuals
+def _fused_bwd(rule, hold, selection, reverse, residuals, x_bar):
+    lam, timescale, gaps, mask, bu, state, selected, x = residuals
     length = gaps.shape[0]
     index, first, before = _order(length, reverse)
     uses_unit = hold.uses_unit
@@ -86,18 +101,19 @@ def _fused_bwd(rule, hold, reverse, residuals, x_bar):
         unit = None
 
     def body(i, carry):
-        lam_next, a_next, lam_grad, timescale_grad, gaps_bar, bu_bar, unit_grad = carry
+        lam_next, a_next, lam_grad, timescale_grad, gaps_bar, bu_bar, unit_grad, selected_bar = carry
         k = index(length - 1 - i)  # against the forward loop
         adjoint = x_bar[k] + a_next * lam_next
         x_prev = jnp.where(k == first, state, x[jnp.clip(k + before, 0, length - 1)])
-        # `unit` is None for "gap": an empty argument, whose cotangent is None.
+        # `unit` is None for "gap", `selected` without selection: empty
+        # arguments, whose cotangents are None.
         (a_k, _), pullback = jax.vjp(
-            lambda lam, timescale, gap, bu_k, unit: _coefficients(
-                rule, hold, lam, timescale, gap, mask[k], bu_k, unit
+            lambda lam, timescale, gap, bu_k, unit, selected_k: _coefficients(
+                rule, hold, selection, lam, timescale, gap, mask[k], bu_k, unit, selected_k
             ),
-            lam, timescale, gaps[k], bu[k], unit,
+            lam, timescale, gaps[k], bu[k], unit, _at(selected, k),
         )
-        d_lam, d_timescale, d_gap, d_bu, d_unit = pullback((adjoint * x_prev, adjoint))
+        d_lam, d_timescale, d_gap, d_bu, d_unit, d_selected = pullback((adjoint * x_prev, adjoint))
         return (
             adjoint,
             a_k,
@@ -106,6 +122,7 @@ def _fused_bwd(rule, hold, reverse, residuals, x_bar):
             gaps_bar.at[k].set(d_gap),
             bu_bar.at[k].set(d_bu),
             None if d_unit is None else unit_grad + d_unit,
+            None if d_selected is None else selected_bar.at[k].set(d_selected),
         )
 
     zero = jnp.zeros_like(x_bar[0])
@@ -117,14 +134,15 @@ def _fused_bwd(rule, hold, reverse, residuals, x_bar):
         jnp.zeros_like(gaps),
         jnp.zeros_like(bu),
         None if unit is None else jnp.zeros_like(unit),
+        None if selected is None else jnp.zeros_like(selected),
     )
-    adjoint, a_first, lam_grad, timescale_grad, gaps_bar, bu_bar, unit_grad = jax.lax.fori_loop(
+    adjoint, a_first, lam_grad, timescale_grad, gaps_bar, bu_bar, unit_grad, selected_bar = jax.lax.fori_loop(
         0, length, body, init, unroll=_SEQUENTIAL_UNROLL
     )
     if uses_unit:
         d_lam, d_timescale = unit_pullback(unit_grad)
         lam_grad, timescale_grad = lam_grad + d_lam, timescale_grad + d_timescale
-    return lam_grad, timescale_grad, gaps_bar, None, bu_bar, a_first * adjoint
+    return lam_grad, timescale_grad, gaps_bar, None, bu_bar, a_first * adjoint, selected_bar
 
 
 _fused.defvjp(_fused_fwd, _fused_bwd)
@@ -141,6 +159,8 @@ def irregular_scan(
     discretization: str | Discretisation = "zoh",
     reverse: bool = False,
     input_hold: str | InputHold = "gap",
+    selected: Float[Array, "L P"] | None = None,
+    selective: str | None | Selection = None,
 ) -> Complex[Array, "L P"]:
     r"""States of $x_k = \bar\Lambda_k x_{k-1} + w_k \odot \tilde B u_k$ with the
     discretisation done inside a sequential loop.
@@ -160,16 +180,25 @@ def irregular_scan(
     - `input_hold`: `"gap"` (w_k from the step Δ g_k), `"unit"` (w_k from
       Δ: every observation weighs as after a unit gap), `"mixed"`, or an
       `InputHold` (see `S5SSM`).
+    - `selected`: the selected steps Δˢᵉˡ_k, (L, P) real, of a `selective`
+      layer (`s5ts.nn._selection.selected_steps`); None without selection.
+    - `selective`: None (S5), `"scaled"` (Λ̄_k and w_k from the step
+      Δˢᵉˡ_k g_k), `"split"` (Λ̄_k from Δ g_k, w_k from Δˢᵉˡ_k), or a
+      `Selection` (see `S5SSM`).
 
     **Returns:** all states, shape (L, P), equal to
     `linear_scan(Λ̄, w ⊙ B̃u, reverse=reverse)` on the materialised
     coefficients (with `state` folded into the first step).
 
-    Gradients (for `lam`, `timescale`, `gaps`, `bu`, `state`) come from a
-    custom VJP that recomputes Λ̄_k, w_k in its reverse loop; it stores only
-    the inputs and the (L, P) states.
+    Gradients (for `lam`, `timescale`, `gaps`, `bu`, `state`, `selected`)
+    come from a custom VJP that recomputes Λ̄_k, w_k in its reverse loop; it
+    stores only the inputs and the (L, P) states.
     """
-    rule, hold = make_discretisation(discretization), make_input_hold(input_hold)
+    rule, hold, selection = make_discretisation(discretization), make_input_hold(input_hold), make_selection(selective)
+    if selection.selects != (selected is not None):
+        raise ValueError(f"selected steps are needed by selective={selection.name!r} and by nothing else")
+    if selected is not None and selected.shape != bu.shape:
+        raise ValueError(f"selected must have the shape (L, P) of bu, {bu.shape}, got {selected.shape}")
     if bu.ndim != 2 or bu.shape != gaps.shape + lam.shape:
         raise ValueError(f"bu must have shape (L, P) = {gaps.shape + lam.shape}, got {bu.shape}")
     if mask.shape != gaps.shape or timescale.shape != lam.shape:
@@ -179,4 +208,4 @@ def irregular_scan(
     state = jnp.zeros(lam.shape, dtype) if state is None else jnp.asarray(state).astype(dtype)
     if gaps.shape[0] == 0:
         return bu
-    return _fused(rule, hold, reverse, lam.astype(dtype), timescale, gaps, mask.astype(bool), bu, state)
+    return _fused(rule, hold, selection, reverse, lam.astype(dtype), timescale, gaps, mask.astype(bool), bu, state, selected)

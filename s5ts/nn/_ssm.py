@@ -9,6 +9,8 @@ y_k = 2\,\mathrm{Re}(\tilde C x_k) + D \odot u_k,$$
 with $\Lambda$ diagonal complex (P conjugate-symmetric states), so a varying
 step costs elementwise work per step inside one linear scan (on CPU the
 discretisation is fused into the sequential scan: `irregular_scan`).
+With `selective`, each observation's step is selected from its input
+(`s5ts.nn._selection`) and still spans the real gap.
 """
 
 from __future__ import annotations
@@ -21,17 +23,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Complex, Float, PRNGKeyArray
 
-from ._discretisation import (
-    Discretisation,
-    InputHold,
-    make_discretisation,
-    make_input_hold,
-    step_coefficients,
-)
+from ._discretisation import Discretisation, GapHold, InputHold, make_discretisation, make_input_hold
 from ._init import initial_eigenvalues
 from ._irregular_scan import irregular_scan
 from ._model import AbstractSSM
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
+from ._selection import Selection, make_selection
 
 
 def _complex_product(left, right, dtype) -> tuple[Array, Array]:
@@ -100,6 +97,14 @@ class S5SSM(AbstractSSM):
       with B̃ and C̃ drawn directly: `"s4d_lin"` λₙ = −½ − iπn,
       `"s4d_inv"` λₙ = −½ − i(N/π)(N/(2n+1) − 1), `"s4d_real"` λₙ = −(n+1)
       (n = 0 … N/2 − 1 in each block of N = 2P/J states).
+    - `selective`: None (S5), or selective steps on the real gaps
+      (`s5ts.nn._selection`): each observation's step from its input,
+      $\Delta^{\mathrm{sel}}_k = \mathrm{softplus}(W_\Delta u_k +
+      \mathrm{softplus}^{-1}(\Delta))$ with $W_\Delta$ (P, H) starting at
+      0 (so the layer starts as S5). `"scaled"`: Λ̄_k and w_k from the step
+      $\Delta^{\mathrm{sel}}_k g_k$; `"split"`: Λ̄_k from S5's
+      $\Delta g_k$, w_k from $\Delta^{\mathrm{sel}}_k$ (no gap). Needs
+      `input_hold="gap"` (the selection sets the input's weight itself).
     - `key`: a JAX PRNG key.
     - `dtype`: the real dtype of every parameter (and so of the whole
       computation: Λ, the discretisation and the states are complex of the
@@ -108,7 +113,9 @@ class S5SSM(AbstractSSM):
 
     Parameters are stored as real arrays: Λ = −exp(`log_neg_real`) + i·`lambda_imag`
     (so Re Λ < 0 always), B̃ (P, H), C̃ (H, P) (and a second C̃ when
-    bidirectional), D (H,), log Δ (P,).
+    bidirectional), D (H,), log Δ (P,), and W_Δ (P, H) when `selective`
+    (`select_weight`, trained as an ordinary weight: with weight decay, it
+    decays towards S5).
 
     **Call:** `y, x_last = ssm(u, gaps, mask=None, state=None)` with
     `u` (L, H), `gaps` (L,) ≥ 0 (`gaps[0]` is the interval before the first
@@ -137,12 +144,14 @@ class S5SSM(AbstractSSM):
     C_back_im: Float[Array, "H P"] | None
     D: Float[Array, " H"]
     log_step: Float[Array, " P"]
+    select_weight: Float[Array, "P H"] | None
     d_model: int = eqx.field(static=True)
     state_size: int = eqx.field(static=True)
     rule: Discretisation = eqx.field(static=True)
     bidirectional: bool = eqx.field(static=True)
     scan: str = eqx.field(static=True)
     hold: InputHold = eqx.field(static=True)
+    selection: Selection = eqx.field(static=True)
 
     def __init__(
         self,
@@ -156,11 +165,17 @@ class S5SSM(AbstractSSM):
         dt_max: float = 0.1,
         input_hold: str = "gap",
         init: str = "hippo",
+        selective: str | None = None,
         *,
         key: PRNGKeyArray,
         dtype=None,
     ):
-        rule, hold = make_discretisation(discretization), make_input_hold(input_hold)  # mapped once
+        # mapped once
+        rule, hold, selection = make_discretisation(discretization), make_input_hold(input_hold), make_selection(selective)
+        if selection.selects and not isinstance(hold, GapHold):
+            raise ValueError(
+                f"selective={selective!r} sets each input's weight itself: it needs input_hold='gap', got {input_hold!r}"
+            )
         if scan not in SCAN_METHODS:
             raise ValueError(f"scan must be one of {SCAN_METHODS}, got {scan!r}")
         if not 0 < dt_min <= dt_max:
@@ -190,12 +205,16 @@ class S5SSM(AbstractSSM):
         self.log_step = jax.random.uniform(
             k_dt, (state_size,), dtype, minval=np.log(dt_min), maxval=np.log(dt_max)
         )
+        # W_Δ = 0: the selective layer starts as S5 (and the random draws
+        # above are S5's, whatever `selective`).
+        self.select_weight = jnp.zeros((state_size, d_model), dtype) if selection.selects else None
         self.d_model = d_model
         self.state_size = state_size
         self.rule = rule
         self.bidirectional = bidirectional
         self.scan = scan
         self.hold = hold
+        self.selection = selection
 
     @property
     def discretization(self) -> str:
@@ -208,15 +227,32 @@ class S5SSM(AbstractSSM):
         return self.hold.name
 
     @property
+    def selective(self) -> str | None:
+        """The selection's name (None, `"scaled"`, `"split"`)."""
+        return self.selection.name
+
+    @property
     def lam(self) -> Complex[Array, " P"]:
         """Λ, the diagonal continuous-time state matrix (Re Λ < 0)."""
         return jax.lax.complex(-jnp.exp(self.log_neg_real), self.lambda_imag)
 
     def discretise(
-        self, gaps: Float[Array, "*L"]
+        self, gaps: Float[Array, "*L"], u: Float[Array, "*L H"] | None = None
     ) -> tuple[Complex[Array, "*L P"], Complex[Array, "*L P"]]:
-        """Λ̄ and the input weight for gaps of shape (L,) or ()."""
-        return step_coefficients(self.rule, self.lam, jnp.exp(self.log_step), gaps, self.hold)
+        """Λ̄ and the input weight for gaps of shape (L,) or () (and, for a
+        `selective` layer, the inputs `u` at those steps, (L, H) or (H,))."""
+        return self._coefficients(gaps, self._selected(u))
+
+    def _selected(self, u: Float[Array, "*L H"] | None) -> Float[Array, "*L P"] | None:
+        """The selected steps of inputs `u` (None without selection)."""
+        if self.selection.selects and u is None:
+            raise ValueError(f"a selective={self.selective!r} layer's steps depend on its inputs: pass u")
+        return self.selection.selected(self.select_weight, jnp.exp(self.log_step), u)
+
+    def _coefficients(self, gaps, selected):
+        lam, timescale = self.lam, jnp.exp(self.log_step)
+        lam_bar, weight = self.selection.coefficients(self.rule, lam, timescale, gaps, selected)
+        return lam_bar, self.hold.weight(weight, self.hold.unit_weight(self.rule, lam, timescale))
 
     def _input(self, u: Float[Array, "*L H"]) -> Complex[Array, "*L P"]:
         return _complex_matmul(self.B_re, self.B_im, u.T).T
@@ -261,14 +297,15 @@ class S5SSM(AbstractSSM):
         u = jnp.where(mask[:, None], u, 0.0)
         gaps = jnp.where(mask, gaps, 0.0)
         bu = self._input(u)
-        states = self._run(gaps, mask, bu, state, reverse=False)
+        selected = self._selected(u)
+        states = self._run(gaps, mask, bu, selected, state, reverse=False)
         y = _project_out(self.C_re, self.C_im, states) + self.D[None, :] * u
         if self.bidirectional:
-            back = self._run(backward_gaps(gaps, mask), mask, bu, None, reverse=True)
+            back = self._run(backward_gaps(gaps, mask), mask, bu, selected, None, reverse=True)
             y = y + _project_out(self.C_back_re, self.C_back_im, back)
         return y, states
 
-    def _run(self, gaps, mask, bu, state, *, reverse):
+    def _run(self, gaps, mask, bu, selected, state, *, reverse):
         if resolve_scan_method(self.scan) == "sequential":
             # Λ̄_k, w_k computed inside the loop (and again in its backward
             # loop): no (L, P) coefficient arrays to write, store and read.
@@ -282,8 +319,10 @@ class S5SSM(AbstractSSM):
                 discretization=self.rule,
                 reverse=reverse,
                 input_hold=self.hold,
+                selected=selected,
+                selective=self.selection,
             )
-        lam_bar, weight = self.discretise(gaps)
+        lam_bar, weight = self._coefficients(gaps, selected)
         lam_bar = jnp.where(mask[:, None], lam_bar, 1.0)
         b = jnp.where(mask[:, None], weight * bu, 0.0)
         if state is not None:
@@ -302,7 +341,7 @@ class S5SSM(AbstractSSM):
             raise ValueError(
                 "a bidirectional S5SSM has no step mode: its outputs depend on future observations"
             )
-        lam_bar, weight = self.discretise(jnp.asarray(gap_k))
+        lam_bar, weight = self.discretise(jnp.asarray(gap_k), u_k)
         new_state = lam_bar * state + weight * self._input(u_k)
         y = _project_out(self.C_re, self.C_im, new_state[None])[0] + self.D * u_k
         return new_state, y
