@@ -26,7 +26,8 @@ def _parser() -> argparse.ArgumentParser:
                           help="first seed (default 0); runs seeds first..first+N-1")
     pendulum.add_argument("--out", default="results/pendulum", help="output folder (default results/pendulum)")
     pendulum.add_argument("--models", nargs="+", default=None,
-                          help="subset of S5 S5-drop S5-append CRU (default all)")
+                          help="models to train (default S5 S5-drop S5-append CRU); the lineage's rows: "
+                          "S5-selective S5-split S4D-Lin S4D-Inv S4D-Real DSS")
     pendulum.add_argument("--cache-dir", default=None, help="where the generated data is cached")
     pendulum.add_argument("--no-plots", action="store_true", help="skip the figures")
     pendulum.add_argument("--quiet", action="store_true", help="no progress output")

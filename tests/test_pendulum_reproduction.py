@@ -9,7 +9,17 @@ import numpy as np
 import pytest
 
 from s5ts.cli import main
-from s5ts.experiments.pendulum import PRESETS, merge_results, mse, results_markdown, summarise
+from s5ts.baselines import DSSRegressor
+from s5ts.experiments.pendulum import (
+    PRESETS,
+    S5_PAPER_CONFIG,
+    VARIANTS,
+    make_model,
+    merge_results,
+    mse,
+    results_markdown,
+    summarise,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,6 +47,24 @@ def test_summary_mean_std_and_speed():
     # merged runs were timed apart: no speed ratio claimed
     merged = results_markdown(summary, "tiny", PRESETS["tiny"], merged=True)
     assert "slower" not in merged and "not a side-by-side speed comparison" in merged
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_each_lineage_row_is_s5_with_its_one_option_changed(name):
+    model = make_model(name, PRESETS["tiny"], seed=3)
+    (option, value), = VARIANTS[name].items()
+    reference = make_model("S5", PRESETS["tiny"], seed=3)
+    differing = {k for k, v in model.get_params().items() if v != reference.get_params()[k]}
+    assert getattr(model, option) == value and differing == {option}
+
+
+def test_the_dss_row_shares_s5s_setting_where_it_has_it():
+    model = make_model("DSS", PRESETS["tiny"], seed=0)
+    assert isinstance(model, DSSRegressor)
+    shared = {k: v for k, v in S5_PAPER_CONFIG.items() if k not in ("blocks", "discretization")}
+    assert all(model.get_params()[k] == v for k, v in shared.items())
+    with pytest.raises(ValueError, match="S4D-Lin"):
+        make_model("S6", PRESETS["tiny"], seed=0)
 
 
 def test_cli_rejects_bad_arguments(capsys):

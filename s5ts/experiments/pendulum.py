@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..baselines import CRURegressor
+from ..baselines import CRURegressor, DSSRegressor
 from ..data import to_panel
 from ..datasets import load_pendulum
 from ..estimators import S5Regressor
@@ -64,6 +64,21 @@ PUBLISHED = {
 MODELS = ("S5", "S5-drop", "S5-append", "CRU")
 _TIME_HANDLING = {"S5": "gaps", "S5-drop": "drop", "S5-append": "append"}
 
+#: The lineage's rows, trained when named (`models=`, `s5ts pendulum
+#: --models`): S5 (per-step gaps) with one option changed
+#: (docs/s5-layer.md), and the DSS baseline with S5's setting where it
+#: shares it (docs/baselines.md).
+VARIANTS = {
+    "S5-selective": {"selective": "scaled"},
+    "S5-split": {"selective": "split"},
+    "S4D-Lin": {"init": "s4d_lin"},
+    "S4D-Inv": {"init": "s4d_inv"},
+    "S4D-Real": {"init": "s4d_real"},
+}
+ALL_MODELS = (*MODELS, *VARIANTS, "DSS")
+#: The rows trained with `S5_PAPER_CONFIG` (merged runs must share it).
+_S5_FAMILY = {*_TIME_HANDLING, *VARIANTS, "DSS"}
+
 
 @dataclasses.dataclass(frozen=True)
 class Preset:
@@ -99,9 +114,14 @@ def make_model(name: str, preset: Preset, seed: int, *, verbose: bool = False):
     common = dict(validation_fraction=0.0, n_iter_no_change=None, random_state=seed, verbose=verbose)
     if name in _TIME_HANDLING:
         return S5Regressor(**S5_PAPER_CONFIG, **common, time_handling=_TIME_HANDLING[name], max_epochs=preset.s5_epochs)
+    if name in VARIANTS:
+        return S5Regressor(**S5_PAPER_CONFIG, **common, **VARIANTS[name], max_epochs=preset.s5_epochs)
+    if name == "DSS":  # one diagonal SSM per channel: no blocks of a shared state, no choice of discretisation
+        shared = {k: v for k, v in S5_PAPER_CONFIG.items() if k not in ("blocks", "discretization")}
+        return DSSRegressor(**shared, **common, max_epochs=preset.s5_epochs)
     if name == "CRU":
         return CRURegressor(**CRU_PAPER_CONFIG, **common, max_epochs=preset.cru_epochs)
-    raise ValueError(f"unknown model {name!r}; choose from {MODELS}")
+    raise ValueError(f"unknown model {name!r}; choose from {ALL_MODELS}")
 
 
 def mse(prediction: list, targets: list) -> float:
@@ -188,9 +208,9 @@ def run_pendulum(
         raise ValueError(f"seeds must be a positive integer, got {seeds!r}")
     if not isinstance(first_seed, int) or first_seed < 0:
         raise ValueError(f"first_seed must be a non-negative integer, got {first_seed!r}")
-    unknown = [m for m in models if m not in MODELS]
+    unknown = [m for m in models if m not in ALL_MODELS]
     if unknown:
-        raise ValueError(f"unknown models {unknown}; choose from {MODELS}")
+        raise ValueError(f"unknown models {unknown}; choose from {ALL_MODELS}")
     config = PRESETS[preset]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -281,7 +301,7 @@ def merge_results(directories: list[str | Path], out: str | Path, *, plots: bool
     if len(presets) > 1:
         raise ValueError(f"cannot merge different presets {sorted(presets)} from {[str(d) for d in directories]}")
     configs = {}
-    for key, family in (("s5_config", set(_TIME_HANDLING)), ("cru_config", {"CRU"})):
+    for key, family in (("s5_config", _S5_FAMILY), ("cru_config", {"CRU"})):
         trained = [(d, r[key]) for d, r in zip(directories, results) if any(run["model"] in family for run in r["runs"])]
         if any(config != trained[0][1] for _, config in trained):
             differing = {str(d): config for d, config in trained}
@@ -297,7 +317,7 @@ def merge_results(directories: list[str | Path], out: str | Path, *, plots: bool
             source[key] = str(directory)
             runs.append(run)
         curves.update(result["curves"])
-    runs.sort(key=lambda run: (MODELS.index(run["model"]), run["seed"]))
+    runs.sort(key=lambda run: (ALL_MODELS.index(run["model"]), run["seed"]))
     merged = {**results[0], **configs, "summary": summarise(runs), "runs": runs, "curves": curves,
               "merged_from": [str(d) for d in directories]}
     out = Path(out)
