@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from s5ts.cli import main
 from s5ts.baselines import DSSRegressor
+from s5ts.cli import main
 from s5ts.experiments.pendulum import (
     PRESETS,
     S5_PAPER_CONFIG,
