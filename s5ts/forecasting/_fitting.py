@@ -283,9 +283,7 @@ class _Statistics:
     """What the statistics pass gathers (see the module docstring): per
     series `stops`, `spans`, `scales` and `minima` (each column's smallest
     value, inf if never observed); per chunk `x_moments`, the
-    exogenous columns' (counts, means, standard deviations), each (1, e);
-    `observed`, per column of y whether any series observes it (None
-    before a series is read)."""
+    exogenous columns' (counts, means, standard deviations), each (1, e)."""
 
     ledger: ChunkLedger = dataclasses.field(default_factory=ChunkLedger)
     stops: list = dataclasses.field(default_factory=list)
@@ -298,7 +296,6 @@ class _Statistics:
     last: float = -np.inf
     time_kind: tuple | None = None
     any_gap: bool = False
-    observed: np.ndarray | None = None
 
     @classmethod
     def merged(cls, parts: list[_Statistics]) -> _Statistics:
@@ -309,8 +306,6 @@ class _Statistics:
         out = cls(ledger, *series, ledger.per_chunk([part.x_moments for part in parts]))
         out.first, out.last = min(part.first for part in parts), max(part.last for part in parts)
         out.any_gap = any(part.any_gap for part in parts)
-        seen = [part.observed for part in parts if part.observed is not None]
-        out.observed = np.logical_or.reduce(seen) if seen else None
         owned = sorted((part for part in parts if part.ledger.keys), key=lambda part: part.ledger.keys[0])
         for part in owned:
             _same_kind(part.time_kind, owned[0].time_kind, part.ledger.ids[0])
@@ -336,9 +331,10 @@ def statistics_pass(source: Source, validation_fraction: float) -> _Statistics:
     else:
         stats = _Statistics.merged(parts)
         source.check_unique(stats.ledger)
-    if stats.observed is not None and not stats.observed.all():
+    observed = np.isfinite(np.stack(stats.minima)).any(axis=0) if stats.minima else None
+    if observed is not None and not observed.all():
         # A column a series has not observed yet is forecast NaN for it; one no series observes has nothing to learn.
-        column = source.y_columns[np.flatnonzero(~stats.observed)[0]]
+        column = source.y_columns[np.flatnonzero(~observed)[0]]
         raise ValueError(f"column {column!r} of y has no observed value in any series")
     return stats
 
@@ -352,8 +348,6 @@ def share_statistics(source: Source, validation_fraction: float, files=None) -> 
         stats.time_kind = stats.time_kind or (panel.time_kind, panel.tz)
         _same_kind((panel.time_kind, panel.tz), stats.time_kind, series[0].id)
         for one in series:
-            observed = ~np.isnan(one.y).all(axis=0)
-            stats.observed = observed if stats.observed is None else stats.observed | observed
             stats.stops.append(held_out_start(one.times, validation_fraction))
             stats.spans.append(one.times[-1] - one.times[0])
             stats.scales.append(SeriesScale.of(one.y, SeriesScale.unknown(one.y.shape[1])))
