@@ -7,6 +7,7 @@ from ._batching import MERGE_BUDGET as MERGE_BUDGET
 from ._batching import assign_buckets as assign_buckets
 from ._batching import bucket_length as bucket_length
 from ._batching import make_batches as make_batches
+from ._batching import pack_rows as pack_rows
 from ._batching import pad_batch as pad_batch
 from ._batching import plan_buckets as plan_buckets
 from ._chunk_ledger import ChunkLedger as ChunkLedger
@@ -38,6 +39,7 @@ __all__ = [
     "ParquetSeries",
     "SeriesChunk",
     "assign_buckets",
+    "pack_rows",
     "bucket_length",
     "check_columns",
     "frames_from_multiindex",

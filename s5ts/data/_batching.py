@@ -213,3 +213,30 @@ def pad_batch(
         padded[i, : a.shape[0]] = a
         mask[i, : a.shape[0]] = True
     return padded, mask
+
+
+def pack_rows(lengths: Int[np.ndarray, " n"] | Sequence[Integral], row_length: Integral) -> list[np.ndarray]:
+    """Series indices laid end to end in rows of at most `row_length`
+    steps, first fit by decreasing length: the rows of
+    `SequenceNetwork.packed`, where each series starts with a reset instead
+    of a padded row of its own. Each row lists its series in the order they
+    sit; every index appears exactly once.
+
+    >>> [r.tolist() for r in pack_rows([5, 3, 4, 2], 8)]
+    [[0, 1], [2, 3]]
+    """
+    lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+    row_length = int(row_length)
+    if lengths.size and lengths.max() > row_length:
+        raise ValueError(f"a series of length {int(lengths.max())} is longer than row_length={row_length}")
+    rows: list[list[int]] = []
+    room: list[int] = []
+    for i in np.argsort(-lengths, kind="stable"):
+        fits = [r for r, free in enumerate(room) if free >= lengths[i]]
+        if fits:
+            rows[fits[0]].append(int(i))
+            room[fits[0]] -= int(lengths[i])
+        else:
+            rows.append([int(i)])
+            room.append(row_length - int(lengths[i]))
+    return [np.asarray(r, dtype=np.int64) for r in rows]

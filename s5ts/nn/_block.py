@@ -130,11 +130,12 @@ class S5Block(eqx.Module):
         gaps: Float[Array, " L"],
         mask: Bool[Array, " L"] | None = None,
         state: Complex[Array, " P"] | None = None,
+        reset: Bool[Array, " L"] | None = None,
         *,
         key: PRNGKeyArray | None = None,
         inference: bool = True,
     ) -> tuple[Float[Array, "L H"], Complex[Array, " P"]]:
-        x, states = self.with_states(x, gaps, mask, state, key=key, inference=inference)
+        x, states = self.with_states(x, gaps, mask, state, reset, key=key, inference=inference)
         return x, states[-1]
 
     def with_states(
@@ -143,15 +144,17 @@ class S5Block(eqx.Module):
         gaps: Float[Array, " L"],
         mask: Bool[Array, " L"] | None = None,
         state: Complex[Array, " P"] | None = None,
+        reset: Bool[Array, " L"] | None = None,
         *,
         key: PRNGKeyArray | None = None,
         inference: bool = True,
     ) -> tuple[Float[Array, "L H"], Complex[Array, "L P"]]:
-        """Like the call, but with the SSM state after every step."""
+        """Like the call, but with the SSM state after every step (`reset`:
+        see `S5SSM`; everything else in a block works per step)."""
         skip = x
         if self.prenorm:
             x = jax.vmap(self.norm)(x)
-        x, states = self.ssm.with_states(x, gaps, mask, state)
+        x, states = self.ssm.with_states(x, gaps, mask, state, reset)
         x = jax.vmap(self.activation)(x)
         x = self.dropout(x, key=key, inference=inference or key is None)
         x = skip + x

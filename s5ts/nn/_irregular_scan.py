@@ -33,15 +33,29 @@ from ._selection import Selection, make_selection
 
 
 def _coefficients(
-    rule: Discretisation, hold: InputHold, selection: Selection, lam, timescale, gap, valid, bu_k, unit, selected_k
+    rule: Discretisation,
+    hold: InputHold,
+    selection: Selection,
+    lam,
+    timescale,
+    gap,
+    valid,
+    bu_k,
+    unit,
+    selected_k,
+    reset_k=None,
 ):
-    """(Λ̄_k, b_k = w_k ⊙ B̃u_k) for one step; a masked step is (1, 0).
+    """(Λ̄_k, b_k = w_k ⊙ B̃u_k) for one step; a masked step is (1, 0), and
+    a reset step's Λ̄_k is 0 (the state before it is dropped).
     `unit`: the unit-step weight (P,) of a `hold` that reads it, computed
     once per sequence (None otherwise); `selected_k`: the step's selected
-    steps (P,) of a `selection` that reads them (None otherwise)."""
+    steps (P,) of a `selection` that reads them (None otherwise); `reset_k`:
+    the step's reset flag (None: no resets)."""
     lam_bar, weight = selection.coefficients(rule, lam, timescale, gap, selected_k)
     weight = hold.weight(weight, unit)
     lam_bar = jnp.where(valid, lam_bar, jnp.ones_like(lam_bar))
+    if reset_k is not None:
+        lam_bar = jnp.where(reset_k, jnp.zeros_like(lam_bar), lam_bar)
     b_k = jnp.where(valid, weight * bu_k, jnp.zeros_like(bu_k))
     return lam_bar, b_k
 
@@ -58,7 +72,7 @@ def _at(array, k):
     return None if array is None else array[k]
 
 
-def _forward(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected):
+def _forward(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected, reset):
     # In-place loop as in `_scan._sequential_loop`: only under the custom VJP
     # (plain autodiff of the indexing would be quadratic in L).
     length = gaps.shape[0]
@@ -69,7 +83,7 @@ def _forward(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, sta
         x_prev, out = carry
         k = index(i)
         a_k, b_k = _coefficients(
-            rule, hold, selection, lam, timescale, gaps[k], mask[k], bu[k], unit, _at(selected, k)
+            rule, hold, selection, lam, timescale, gaps[k], mask[k], bu[k], unit, _at(selected, k), _at(reset, k)
         )
         x_k = a_k * x_prev + b_k
         return x_k, out.at[k].set(x_k)
@@ -79,17 +93,17 @@ def _forward(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, sta
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2, 3))
-def _fused(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected):
-    return _forward(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected)
+def _fused(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected, reset):
+    return _forward(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected, reset)
 
 
-def _fused_fwd(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected):
-    x = _forward(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected)
-    return x, (lam, timescale, gaps, mask, bu, state, selected, x)
+def _fused_fwd(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected, reset):
+    x = _forward(rule, hold, selection, reverse, lam, timescale, gaps, mask, bu, state, selected, reset)
+    return x, (lam, timescale, gaps, mask, bu, state, selected, reset, x)
 
 
 def _fused_bwd(rule, hold, selection, reverse, residuals, x_bar):
-    lam, timescale, gaps, mask, bu, state, selected, x = residuals
+    lam, timescale, gaps, mask, bu, state, selected, reset, x = residuals
     length = gaps.shape[0]
     index, first, before = _order(length, reverse)
     uses_unit = hold.uses_unit
@@ -109,7 +123,7 @@ def _fused_bwd(rule, hold, selection, reverse, residuals, x_bar):
         # arguments, whose cotangents are None.
         (a_k, _), pullback = jax.vjp(
             lambda lam, timescale, gap, bu_k, unit, selected_k: _coefficients(
-                rule, hold, selection, lam, timescale, gap, mask[k], bu_k, unit, selected_k
+                rule, hold, selection, lam, timescale, gap, mask[k], bu_k, unit, selected_k, _at(reset, k)
             ),
             lam, timescale, gaps[k], bu[k], unit, _at(selected, k),
         )
@@ -142,7 +156,7 @@ def _fused_bwd(rule, hold, selection, reverse, residuals, x_bar):
     if uses_unit:
         d_lam, d_timescale = unit_pullback(unit_grad)
         lam_grad, timescale_grad = lam_grad + d_lam, timescale_grad + d_timescale
-    return lam_grad, timescale_grad, gaps_bar, None, bu_bar, a_first * adjoint, selected_bar
+    return lam_grad, timescale_grad, gaps_bar, None, bu_bar, a_first * adjoint, selected_bar, None
 
 
 _fused.defvjp(_fused_fwd, _fused_bwd)
@@ -161,6 +175,7 @@ def irregular_scan(
     input_hold: str | InputHold = "gap",
     selected: Float[Array, "L P"] | None = None,
     selective: str | None | Selection = None,
+    reset: Bool[Array, " L"] | None = None,
 ) -> Complex[Array, "L P"]:
     r"""States of $x_k = \bar\Lambda_k x_{k-1} + w_k \odot \tilde B u_k$ with the
     discretisation done inside a sequential loop.
@@ -185,6 +200,11 @@ def irregular_scan(
     - `selective`: None (S5), `"scaled"` (Λ̄_k and w_k from the step
       Δˢᵉˡ_k g_k), `"split"` (Λ̄_k from Δ g_k, w_k from Δˢᵉˡ_k), or a
       `Selection` (see `S5SSM`).
+    - `reset`: shape (L,) bool or None; True drops the state before that
+      step's update (Λ̄_k = 0), so the states from there on are those of a
+      fresh run starting at that step (in the loop's direction: with
+      `reverse`, a fresh run back from that step). A reset on a masked step
+      leaves the state at zero.
 
     **Returns:** all states, shape (L, P), equal to
     `linear_scan(Λ̄, w ⊙ B̃u, reverse=reverse)` on the materialised
@@ -203,9 +223,14 @@ def irregular_scan(
         raise ValueError(f"bu must have shape (L, P) = {gaps.shape + lam.shape}, got {bu.shape}")
     if mask.shape != gaps.shape or timescale.shape != lam.shape:
         raise ValueError("mask must match gaps (L,) and timescale must match lam (P,)")
+    if reset is not None and reset.shape != gaps.shape:
+        raise ValueError(f"reset must match gaps {gaps.shape}, got {reset.shape}")
     dtype = jnp.result_type(lam, bu)
     bu = bu.astype(dtype)
     state = jnp.zeros(lam.shape, dtype) if state is None else jnp.asarray(state).astype(dtype)
     if gaps.shape[0] == 0:
         return bu
-    return _fused(rule, hold, selection, reverse, lam.astype(dtype), timescale, gaps, mask.astype(bool), bu, state, selected)
+    reset = None if reset is None else reset.astype(bool)
+    return _fused(
+        rule, hold, selection, reverse, lam.astype(dtype), timescale, gaps, mask.astype(bool), bu, state, selected, reset
+    )

@@ -59,16 +59,31 @@ def _project_out(c_re: Array, c_im: Array, x: Complex[Array, "L P"]) -> Float[Ar
     return 2.0 * (jnp.real(x) @ c_re.T - jnp.imag(x) @ c_im.T)
 
 
-def backward_gaps(gaps: Float[Array, " L"], mask: Bool[Array, " L"]) -> Float[Array, " L"]:
+def backward_gaps(
+    gaps: Float[Array, " L"], mask: Bool[Array, " L"], reset: Bool[Array, " L"] | None = None
+) -> Float[Array, " L"]:
     """Gap to the *next* observation, for the reverse-time recurrence.
 
     The last real step has no successor; it takes the same convention as the
-    forward pass's first step (``gaps[0]``). Padded steps get 0.
+    forward pass's first step (``gaps[0]``). Padded steps get 0. With
+    `reset` (segments of several series in one row, each starting at a
+    reset), the last real step of each segment takes its own segment's
+    first gap instead, as a run of that segment alone would.
     """
     following = jnp.concatenate([gaps[1:], jnp.zeros_like(gaps[:1])])
     index = jnp.arange(gaps.shape[0])
     last_real = jnp.max(jnp.where(mask, index, -1))
-    return jnp.where(index == last_real, gaps[0], jnp.where(mask, following, 0.0))
+    if reset is None:
+        return jnp.where(index == last_real, gaps[0], jnp.where(mask, following, 0.0))
+    start = jax.lax.cummax(jnp.where(reset, index, 0))  # the first step of each step's segment
+    ends = (index == last_real) | jnp.concatenate([reset[1:], jnp.zeros_like(reset[:1])])
+    return jnp.where(mask, jnp.where(ends, gaps[start], following), 0.0)
+
+
+def reverse_resets(reset: Bool[Array, " L"]) -> Bool[Array, " L"]:
+    """The reverse pass's resets for forward `reset`: a segment that starts
+    at step k ends at k − 1, where the reverse run must start afresh."""
+    return jnp.concatenate([reset[1:], jnp.zeros_like(reset[:1])])
 
 
 class S5SSM(AbstractSSM):
@@ -117,11 +132,15 @@ class S5SSM(AbstractSSM):
     (`select_weight`, trained as an ordinary weight: with weight decay, it
     decays towards S5).
 
-    **Call:** `y, x_last = ssm(u, gaps, mask=None, state=None)` with
-    `u` (L, H), `gaps` (L,) ≥ 0 (`gaps[0]` is the interval before the first
-    step), `mask` (L,) bool (True = real step; False steps leave the state
-    untouched), `state` (P,) complex to continue from. Returns `y` (L, H) and
-    the state after the last real step (P,) complex.
+    **Call:** `y, x_last = ssm(u, gaps, mask=None, state=None, reset=None)`
+    with `u` (L, H), `gaps` (L,) ≥ 0 (`gaps[0]` is the interval before the
+    first step), `mask` (L,) bool (True = real step; False steps leave the
+    state untouched), `state` (P,) complex to continue from, `reset` (L,)
+    bool: True starts a new series at that step (the state before it is
+    dropped; a bidirectional layer's reverse pass restarts at the step
+    before it), so several series can share one row end to end and each
+    gets the outputs of its own run. Returns `y` (L, H) and the state after
+    the last real step (P,) complex.
 
     >>> import jax, jax.numpy as jnp
     >>> ssm = S5SSM(d_model=4, state_size=8, blocks=2, key=jax.random.key(0))
@@ -267,9 +286,10 @@ class S5SSM(AbstractSSM):
         gaps: Float[Array, " L"],
         mask: Bool[Array, " L"] | None = None,
         state: Complex[Array, " P"] | None = None,
+        reset: Bool[Array, " L"] | None = None,
     ) -> tuple[Float[Array, "L H"], Complex[Array, " P"]]:
         self._check_shapes(u, gaps)
-        y, states = self.with_states(u, gaps, mask, state)
+        y, states = self.with_states(u, gaps, mask, state, reset)
         return y, states[-1]
 
     def _check_shapes(self, u, gaps) -> None:
@@ -284,10 +304,13 @@ class S5SSM(AbstractSSM):
         gaps: Float[Array, " L"],
         mask: Bool[Array, " L"] | None = None,
         state: Complex[Array, " P"] | None = None,
+        reset: Bool[Array, " L"] | None = None,
     ) -> tuple[Float[Array, "L H"], Complex[Array, "L P"]]:
         """Like the call, but with the (forward) state after every step
         (a padded step repeats the state before it)."""
         self._check_shapes(u, gaps)
+        if reset is not None and reset.shape != gaps.shape:
+            raise ValueError(f"reset must have shape ({u.shape[0]},), got {reset.shape}")
         if mask is None:
             mask = jnp.ones(u.shape[0], dtype=bool)
         if state is not None and self.bidirectional:
@@ -298,14 +321,15 @@ class S5SSM(AbstractSSM):
         gaps = jnp.where(mask, gaps, 0.0)
         bu = self._input(u)
         selected = self._selected(u)
-        states = self._run(gaps, mask, bu, selected, state, reverse=False)
+        states = self._run(gaps, mask, bu, selected, state, reset, reverse=False)
         y = _project_out(self.C_re, self.C_im, states) + self.D[None, :] * u
         if self.bidirectional:
-            back = self._run(backward_gaps(gaps, mask), mask, bu, selected, None, reverse=True)
+            back_reset = None if reset is None else reverse_resets(reset)
+            back = self._run(backward_gaps(gaps, mask, reset), mask, bu, selected, None, back_reset, reverse=True)
             y = y + _project_out(self.C_back_re, self.C_back_im, back)
         return y, states
 
-    def _run(self, gaps, mask, bu, selected, state, *, reverse):
+    def _run(self, gaps, mask, bu, selected, state, reset, *, reverse):
         if resolve_scan_method(self.scan) == "sequential":
             # Λ̄_k, w_k computed inside the loop (and again in its backward
             # loop): no (L, P) coefficient arrays to write, store and read.
@@ -321,9 +345,12 @@ class S5SSM(AbstractSSM):
                 input_hold=self.hold,
                 selected=selected,
                 selective=self.selection,
+                reset=reset,
             )
         lam_bar, weight = self._coefficients(gaps, selected)
         lam_bar = jnp.where(mask[:, None], lam_bar, 1.0)
+        if reset is not None:
+            lam_bar = jnp.where(reset[:, None], 0.0, lam_bar)
         b = jnp.where(mask[:, None], weight * bu, 0.0)
         if state is not None:
             # Fold the carried state into the first element: x_0 = Λ̄_0 x_init + b_0.
