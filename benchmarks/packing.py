@@ -18,7 +18,16 @@ parameters; the run prints both sums (they agree to float32 rounding) and
 the median seconds of `--epochs` timed epochs after one untimed epoch that
 compiles every shape.
 
+`--fit DATASETS` times whole fits instead: the default `S5Classifier` /
+`S5Regressor` (`random_state` each of `--seeds`) on data sets of the
+accuracy benchmark (`_accuracy_data`, e.g. PLAID-drop30), trained on
+packed rows (what `fit` does there) and on length buckets (packing
+switched off by setting its threshold, `s5ts.training._sequences.PACK_GAIN`,
+out of reach: it is no user setting), one after the other, with the test
+score of each.
+
     taskset -c 0 python3 benchmarks/packing.py [--epochs 3] [--rows 8]
+    taskset -c 0 python3 benchmarks/packing.py --fit PLAID-drop30,Phenobarb --seeds 0,1
 """
 
 from __future__ import annotations
@@ -124,11 +133,49 @@ def epoch(step, net, batches):
     return total
 
 
+def fits(names: list[str], seeds: list[int]) -> None:
+    """Default fits on packed rows and on length buckets, side by side."""
+    import sys
+    from pathlib import Path
+
+    from sklearn.metrics import accuracy_score, r2_score
+
+    import s5ts.training._sequences as sequences
+    from s5ts import S5Regressor
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _accuracy_data
+
+    threshold = sequences.PACK_GAIN
+    for name in names:
+        data = _accuracy_data.load(name, max_series=400)
+        cls = S5Classifier if data.task == "classification" else S5Regressor
+        score = accuracy_score if data.task == "classification" else r2_score
+        for seed in seeds:
+            for layout, gain in (("packed", threshold), ("buckets", float("inf"))):
+                sequences.PACK_GAIN = gain
+                try:
+                    start = time.perf_counter()
+                    model = cls(random_state=seed).fit(data.X_train, data.y_train)
+                    seconds = time.perf_counter() - start
+                finally:
+                    sequences.PACK_GAIN = threshold
+                compiling = sum(r["compile_seconds"] for r in model.history_)
+                print(f"{name} seed {seed} {layout}: fit {seconds:.1f} s ({compiling:.1f} s compiling), "
+                      f"{len(model.history_)} epochs, test score {score(data.y_test, model.predict(data.X_test)):.4f}",
+                      flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--rows", type=int, default=8, help="packed rows per batch")
+    parser.add_argument("--fit", help="comma-separated data sets of the accuracy benchmark: time whole fits")
+    parser.add_argument("--seeds", default="0", help="with --fit: comma-separated random_state values")
     args = parser.parse_args(argv)
+    if args.fit:
+        fits(args.fit.split(","), [int(s) for s in args.seeds.split(",")])
+        return
     values, gaps, labels, n_classes = plaid()
     lengths = np.array([len(g) for g in gaps])
     net = S5Classifier().build_network(1, False, n_classes, jax.random.key(0))

@@ -216,25 +216,32 @@ def test_a_network_on_packed_rows_equals_it_on_padded_rows(x64, getkey, pooling,
     gaps_pad, _ = pad_batch([d[1] for d in data], 16)
     rows = pack_rows(lengths, 20)
     assert len(rows) < len(lengths)
+    slots = max(len(r) for r in rows)
     u_rows = [np.concatenate([data[i][0] for i in r]) for r in rows]
     gap_rows = [np.concatenate([data[i][1] for i in r]) for r in rows]
-    id_rows = [np.concatenate([np.full(lengths[i], i) for i in r]) for r in rows]
+    id_rows = [np.concatenate([np.full(lengths[i], k) for k, i in enumerate(r)]) for r in rows]
     u_pk, mask_pk = pad_batch(u_rows, 20)
     gaps_pk, _ = pad_batch(gap_rows, 20)
     ids_pk, _ = pad_batch(id_rows, 20, fill=-1.0)
     targets = jnp.asarray(rng.normal(size=(len(lengths), 2)))
+    where = [(r, k) for r, row in enumerate(rows) for k in range(len(row))]  # each series' (row, slot) ...
+    series = [i for row in rows for i in row]  # ... and its index
 
     def padded_loss(net):
         return jnp.sum((net.batch(jnp.asarray(u_pad), jnp.asarray(gaps_pad), jnp.asarray(mask_pad)) - targets) ** 2)
 
-    def packed_loss(net):
-        out = net.packed(jnp.asarray(u_pk), jnp.asarray(gaps_pk), jnp.asarray(mask_pk), jnp.asarray(ids_pk),
-                         len(lengths))
-        return jnp.sum((out - targets) ** 2)
+    def packed_outputs(net):
+        out = net.packed(jnp.asarray(u_pk), jnp.asarray(gaps_pk), jnp.asarray(mask_pk),
+                         jnp.asarray(ids_pk.astype(int)), slots)
+        assert out.shape == (len(rows), slots, 2)
+        return jnp.stack([out[r, k] for r, k in where])
 
-    np.testing.assert_allclose(
-        net.packed(jnp.asarray(u_pk), jnp.asarray(gaps_pk), jnp.asarray(mask_pk), jnp.asarray(ids_pk), len(lengths)),
-        net.batch(jnp.asarray(u_pad), jnp.asarray(gaps_pad), jnp.asarray(mask_pad)), rtol=1e-12, atol=1e-12)
+    def packed_loss(net):
+        return jnp.sum((packed_outputs(net) - targets[np.asarray(series)]) ** 2)
+
+    np.testing.assert_allclose(packed_outputs(net),
+                               net.batch(jnp.asarray(u_pad), jnp.asarray(gaps_pad), jnp.asarray(mask_pad))[np.asarray(series)],
+                               rtol=1e-12, atol=1e-12)
     g_packed, g_padded = eqx.filter_grad(packed_loss)(net), eqx.filter_grad(padded_loss)(net)
     for got, want in zip(jax.tree.leaves(eqx.filter(g_packed, eqx.is_inexact_array)),
                          jax.tree.leaves(eqx.filter(g_padded, eqx.is_inexact_array))):

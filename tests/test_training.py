@@ -64,9 +64,11 @@ def test_lengths_5_to_5000_compile_one_step_per_bucket():
     # would add 4 * 3976: the plan keeps two buckets.
     buckets = plan_buckets(lengths)
     assert buckets.tolist() == [1024, 5000]
-    compiles = count_train_step_compilations(X, y, **BUCKET_FIT)
+    compiles = count_train_step_compilations(X, y, packing=False, **BUCKET_FIT)
     assert compiles == len(buckets)  # not one per distinct length (10)
     assert compiles <= math.log2(max(lengths) / min(lengths)) + 2
+    # packed end to end instead (the default here: the buckets pad a lot), one shape
+    assert count_train_step_compilations(X, y, **BUCKET_FIT) == 1
 
 
 def _naive_plan(lengths, budget):

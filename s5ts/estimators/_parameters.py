@@ -102,6 +102,7 @@ S5_PARAMETERS = (
     _p("min_epoch_steps", 20, _at_least(Integral, 1), None, roles=("s5",)),
     _p("observation_dropout", "auto", Interval(Real, 0, 1, closed="left"), StrOptions({"auto"}), roles=("s5",)),
     _p("scan", "auto", StrOptions(set(SCAN_METHODS)), roles=("network", "s5")),
+    _p("packing", "auto", StrOptions({"auto"}), "boolean", roles=("s5",)),
     _p("random_state", None, "random_state", roles=("run",)),
     _p("verbose", False, "verbose", roles=("run",)),
     _p("warm_start", False, "boolean", roles=("run",)),

@@ -33,7 +33,7 @@ from ._steps import SeriesScale, last_values, observation_steps, query_steps, st
 PARAMETERS = SharedParameters(
     exclude=(
         "bidirectional", "encoder", "pooling", "time_handling", "standardize", "scan", "warm_start",
-        "observation_dropout", "checkpoint_dir", "checkpoint_every",
+        "observation_dropout", "checkpoint_dir", "checkpoint_every", "packing",
     ),
     max_epochs=200,
     batch_size=8,

@@ -7,6 +7,9 @@ group (`ssm_parameters`).
 `AbstractSequenceModel`: one sequence in — inputs (L, D), per-step gaps
 (L,), mask (L,), optional extra inputs — outputs out; `batch` runs B
 sequences (`jax.vmap` of the call unless a model batches better itself).
+`AbstractPackedSequenceModel`: a pooling network that also runs several
+series laid end to end in one row (`packed`), each starting afresh, so
+training batches need not pad every series to its length bucket.
 `AbstractStatefulSequenceModel` adds what truncated back-propagation and
 chunked prediction need (`s5ts.training`'s `chunk_length`): `batch_run`
 continues every row from a carried state, and `per_step` / `causal` say
@@ -20,7 +23,7 @@ from typing import Any
 
 import equinox as eqx
 import jax
-from jaxtyping import Array, Bool, Complex, Float, Key, PRNGKeyArray
+from jaxtyping import Array, Bool, Complex, Float, Int, Key, PRNGKeyArray
 
 
 class AbstractSSM(eqx.Module):
@@ -63,6 +66,32 @@ class AbstractSequenceModel(eqx.Module):
             return self(u, gaps, mask, extra, key=key, inference=inference)
 
         return jax.vmap(one)(u, gaps, mask, extra, keys)
+
+
+class AbstractPackedSequenceModel(AbstractSequenceModel):
+    """A network that can pool series packed end to end in rows."""
+
+    @property
+    @abc.abstractmethod
+    def packs(self) -> bool:
+        """Whether `packed` applies: one output per series (a pooling)."""
+
+    @abc.abstractmethod
+    def packed(
+        self,
+        u: Float[Array, "B L D"],
+        gaps: Float[Array, "B L"],
+        mask: Bool[Array, "B L"],
+        segments: Int[Array, "B L"],
+        n_segments: int,
+        extra: Float[Array, "B L E"] | None = None,
+        *,
+        keys: Key[Array, " B"] | None = None,
+        inference: bool = True,
+    ) -> Any:
+        """The outputs (B, n_segments, ...) of the series numbered by
+        `segments` within each row (each series' steps contiguous), each
+        as if run alone."""
 
 
 class AbstractStatefulSequenceModel(AbstractSequenceModel):

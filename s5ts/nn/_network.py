@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Complex, Float, Int, Key, PRNGKeyArray
 
 from ._block import S5Block
-from ._model import AbstractStatefulSequenceModel
+from ._model import AbstractPackedSequenceModel, AbstractStatefulSequenceModel
 
 
 def elup1(x: Array) -> Array:
@@ -100,7 +100,7 @@ SEGMENT_POOLS = {"mean": segment_mean, "max": segment_max, "last": segment_last}
 POOLINGS = ("none", *POOLS)
 
 
-class SequenceNetwork(AbstractStatefulSequenceModel):
+class SequenceNetwork(AbstractStatefulSequenceModel, AbstractPackedSequenceModel):
     """Encoder → Linear to `d_model` → stacked `S5Block`s → head, on one sequence.
 
     **Arguments:**
@@ -245,6 +245,10 @@ class SequenceNetwork(AbstractStatefulSequenceModel):
         forward+backward took 200 ms instead of 158 ms (32 × 50 frames, CPU)."""
         return self._batch_run(u, gaps, mask, extra, None, keys, inference)[0]
 
+    @property
+    def packs(self) -> bool:
+        return self.pooling != "none"
+
     def packed(
         self,
         u: Float[Array, "B L D"],
@@ -257,28 +261,29 @@ class SequenceNetwork(AbstractStatefulSequenceModel):
         keys: Key[Array, " B"] | None = None,
         inference: bool = True,
     ) -> Any:
-        """The pooled outputs of `n_segments` series packed end to end in B
-        rows: `segments` (B, L) numbers each real step's series (0 …
-        n_segments − 1; each series' steps contiguous in one row, in time
-        order; padding any value). A series starts afresh where its number
-        first appears in a row (a reset of every block's state), and its
-        steps are pooled alone: the outputs equal `batch` on the series
-        padded one per row, without the padding of rows to a common length
-        (`s5ts.data.pack_rows` lays a panel out so)."""
-        if self.pooling == "none":
+        """The pooled outputs (B, n_segments, ...) of series packed end to
+        end in B rows: `segments` (B, L) numbers each real step's series
+        within its row (0 … n_segments − 1; each series' steps contiguous,
+        in time order; padding any value). A series starts afresh where its
+        number starts (a reset of every block's state), and its steps are
+        pooled alone: each output equals `batch` on that series padded in a
+        row of its own, without padding every series to a common length
+        (`s5ts.data.pack_rows` lays a panel out so). Numbers a row does not
+        use give the pooling of no step (0 for max and mean). Rows are
+        independent, so a batch splits over devices by rows."""
+        if not self.packs:
             raise ValueError("packed() pools each series: it needs a network with a pooling, not pooling='none'")
         h, mask = self._embedded(u, mask, extra)
-        previous = jnp.concatenate([jnp.full_like(segments[:, :1], -1), segments[:, :-1]], axis=1)
-        reset = mask & (segments != previous)
 
-        def row(h, gaps, mask, reset, key):
-            return self._blocks(h, gaps, mask, None, key, inference, reset=reset)[0]
+        def row(h, gaps, mask, segments, key):
+            previous = jnp.concatenate([jnp.full_like(segments[:1], -1), segments[:-1]])
+            reset = mask & (segments != previous)
+            h = self._blocks(h, gaps, mask, None, key, inference, reset=reset)[0]
+            ids = jnp.where(mask, segments, n_segments)  # padding pooled into a dropped extra segment
+            pooled = SEGMENT_POOLS[self.pooling](h, ids, n_segments + 1)[:n_segments]
+            return jax.vmap(self.head)(pooled)
 
-        h = jax.vmap(row)(h, gaps, mask, reset, keys)
-        ids = jnp.where(mask, segments, n_segments).reshape(-1)  # padding pooled into a dropped extra segment
-        flat = h.reshape(-1, h.shape[-1])
-        pooled = SEGMENT_POOLS[self.pooling](flat, ids, n_segments + 1)[:n_segments]
-        return jax.vmap(self.head)(pooled)
+        return jax.vmap(row)(h, gaps, mask, segments, keys)
 
     def batch_run(
         self,

@@ -99,8 +99,13 @@ def run_batch(model, batch, states, keys, inference):
     """(the network's outputs on every row of `batch`, the states its rows
     end in): the whole rows (`states` None: `model.batch`), or continuing
     from the carried `states` (per block (B, P)) with their gradient
-    stopped (`model.batch_run`: a chunk). Row i's dropout key is `keys[i]`."""
+    stopped (`model.batch_run`: a chunk). Row i's dropout key is `keys[i]`.
+    A packed training batch (a `"segments"` array: `PackedSequences`) runs
+    `model.packed`, its outputs one per row and slot of `"weights"`."""
     u, gaps, mask, extra = batch["u"], batch["gaps"], batch["mask"], batch.get("extra")
+    if "segments" in batch:  # series packed end to end (`PackedSequences`): an output per row and slot
+        slots = batch["weights"].shape[1]
+        return model.packed(u, gaps, mask, batch["segments"], slots, extra, keys=keys, inference=inference), None
     if states is None:
         return model.batch(u, gaps, mask, extra, keys=keys, inference=inference), None
     return model.batch_run(u, gaps, mask, extra, jax.lax.stop_gradient(states), keys=keys, inference=inference)

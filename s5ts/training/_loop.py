@@ -38,7 +38,7 @@ from ._distributed import is_primary
 from ._early_stopping import EarlyStopping
 from ._initial import initial_model_and_state
 from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, with_learning_rates
-from ._sequences import SequenceData, batch_rows, iterate_batches
+from ._sequences import SequenceData, batch_rows, iterate_batches, packed_for
 
 # ----- compile time, from JAX's own monitoring events -----
 
@@ -253,6 +253,9 @@ class TrainingConfig:
     observation_dropout: float = 0.0
     checkpoint_dir: str | os.PathLike | None = None
     checkpoint_every: int = 1
+    #: Pack training batches end to end (`packed_for`): "auto" where length
+    #: buckets would pad much, True wherever it can, False never.
+    packing: bool | str = "auto"
     #: How a batch flows through the network: whole, or in chunks (the
     #: estimators' `chunk_length`, `backprop_for`).
     backprop: AbstractBackprop = WholeSequences()
@@ -399,6 +402,8 @@ def train(
     rows = batch_rows(len(train_data), config.batch_size)
     backprop = config.backprop
     backprop.check(state.model, train_data.per_step)
+    train_data = packed_for(train_data, state.model, rows, backprop, config.packing)
+    rows = train_data.rows_per_batch(rows)
     batches_per_pass = backprop.steps(train_data, rows)
     passes = config.passes_per_epoch(batches_per_pass)
     n_steps = passes * batches_per_pass

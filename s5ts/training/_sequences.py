@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..data import assign_buckets, bucket_length, make_batches, pad_batch, plan_buckets
+from ..data import assign_buckets, bucket_length, make_batches, pack_rows, pad_batch, plan_buckets
+from ..nn import AbstractPackedSequenceModel
+from ._backprop import WholeSequences
 from ._devices import placement_for
 from ._thinning import draw_kept, keep_observations
 
@@ -64,6 +66,12 @@ class SequenceData(abc.ABC):
 
     def steps_per_epoch(self, rows: int) -> int:
         return len(self.batch_lengths(rows))
+
+    def rows_per_batch(self, rows: int) -> int:
+        """The rows of this data's training batches for `rows` requested
+        (`batch_rows`): `rows`, unless the data batches its own way
+        (`PackedSequences`)."""
+        return rows
 
     def _padded(self) -> np.ndarray:
         """(n,) the padded length (bucket) of every series."""
@@ -241,3 +249,115 @@ def iterate_batches(
 
 def steps_per_epoch(data: SequenceData, rows: int) -> int:
     return data.steps_per_epoch(rows)
+
+
+#: Pack training batches only when the length buckets would compute at
+#: least this many times the steps packed rows compute (`packed_for`).
+PACK_GAIN = 1.25
+
+
+@dataclasses.dataclass(frozen=True)
+class PackedSequences(SequenceData):
+    """The training batches of `data` (in memory, one target per series)
+    with its series laid end to end in rows of `row_length` steps
+    (`s5ts.data.pack_rows`, once per fit), `rows` rows a batch: each
+    series starts with a reset and is pooled alone
+    (`AbstractPackedSequenceModel.packed`), so no series is padded to its
+    length bucket. Every epoch shuffles the rows. Targets and weights sit
+    in `slots` slots per row (the most series a row holds): `"y"` (rows,
+    slots, ...), `"weights"` (rows, slots), 0 for an empty slot, so a batch
+    splits over devices and processes by rows as a bucketed one does.
+    Build it with `packed_for`."""
+
+    data: Sequences
+    rows: int
+    row_length: int
+    layout: tuple  # the series of each row, in the order they sit
+    slots: int
+    per_step: bool = False
+    cap_length: bool = True
+    elapsed: tuple[str, ...] = ("gaps",)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return self.data.lengths
+
+    def subset(self, indices) -> "SequenceData":
+        return self.data.subset(indices)
+
+    def rows_per_batch(self, rows: int) -> int:
+        return self.rows
+
+    def batch_lengths(self, rows: int) -> np.ndarray:
+        return np.full(math.ceil(len(self.layout) / self.rows), self.row_length, np.int64)
+
+    def iterate_batches(self, rows, *, shuffle, rng=None, observation_dropout=0.0, place=True):
+        placement = placement_for(self.rows)
+        mine = placement.local_rows or slice(0, self.rows)
+        order = rng.permutation(len(self.layout)) if shuffle else np.arange(len(self.layout))
+        for start in range(0, len(order), self.rows):
+            group = [self.layout[i] for i in order[start : start + self.rows]]
+            batch = self._batch(group)
+            if observation_dropout > 0:
+                # drawn over the whole batch, so every process draws the same numbers
+                kept = draw_kept(batch["mask"], observation_dropout, rng, batch["segments"])
+                batch = keep_observations(batch, kept, per_step=False, elapsed=self.elapsed)
+            batch = {name: value[mine] for name, value in batch.items()}
+            yield np.concatenate(group), placement.put_batch(batch) if place else batch
+
+    def _batch(self, group: list[np.ndarray]) -> dict:
+        data = self.data
+
+        def rows_of(items):
+            return [np.concatenate([items[i] for i in row]) for row in group]
+
+        numbers = [np.concatenate([np.full(len(data.gaps[i]), k, np.int32) for k, i in enumerate(row)]) for row in group]
+        u, mask = pad_batch(rows_of(data.inputs), self.row_length, batch_size=self.rows)
+        gaps, _ = pad_batch(rows_of(data.gaps), self.row_length, batch_size=self.rows)
+        segments, _ = pad_batch(numbers, self.row_length, batch_size=self.rows)
+        batch = {"u": u, "gaps": gaps, "mask": mask, "segments": segments}
+        if data.extra is not None:
+            batch["extra"], _ = pad_batch(rows_of(data.extra), self.row_length, batch_size=self.rows)
+        y = np.zeros((self.rows, self.slots, *data.targets.shape[1:]), data.targets.dtype)
+        weights = np.zeros((self.rows, self.slots), np.float32)
+        for r, row in enumerate(group):
+            y[r, : len(row)] = data.targets[row]
+            weights[r, : len(row)] = 1.0 if data.weights is None else data.weights[row]
+        batch["y"], batch["weights"] = y, weights
+        return batch
+
+
+def packed_for(data: SequenceData, model, rows: int, backprop, packing: bool | str = "auto") -> SequenceData:
+    """`data` as `PackedSequences` when it can (in memory, one target per
+    series, a `model` that packs (`AbstractPackedSequenceModel`), whole
+    sequences (`WholeSequences`), some row holding two series or more) and
+    `packing` says so: True always, "auto" when that computes at least
+    `PACK_GAIN` times fewer steps per epoch than its length buckets, False
+    never. Otherwise `data` itself. Rows are as long as the
+    longest series; a batch has the power of two of rows nearest to those
+    that hold, on average, `rows` series (so it splits over devices as a
+    bucketed batch does). The choice depends on the data alone, not on the
+    devices: a fit split over devices or processes packs as on one."""
+    if (
+        packing is False
+        or not isinstance(data, Sequences)
+        or data.per_step
+        or not isinstance(model, AbstractPackedSequenceModel)
+        or not model.packs
+        or not isinstance(backprop, WholeSequences)
+    ):
+        return data
+    lengths = data.lengths
+    row_length = int(lengths.max())
+    layout = pack_rows(lengths, row_length)
+    wanted = rows * len(layout) / len(lengths)  # rows holding `rows` series on average
+    per_batch = min(1 << max(0, round(math.log2(max(wanted, 1.0)))), 1 << (len(layout) - 1).bit_length())
+    bucketed = int(np.sum(data.batch_lengths(rows) * rows))
+    packed = math.ceil(len(layout) / per_batch) * per_batch * row_length
+    if len(layout) == len(lengths) or (packing == "auto" and bucketed < PACK_GAIN * packed):
+        return data  # no row holds two series, or too little to gain
+    slots = max(len(r) for r in layout)
+    return PackedSequences(data, per_batch, row_length, tuple(layout), slots, elapsed=data.elapsed)

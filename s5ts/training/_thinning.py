@@ -10,7 +10,11 @@ padded length, and so the compiled step, stays the same), and a dropped
 observation's elapsed time is added to the next kept one, so that the gaps
 still add up to the time between kept observations. The first kept
 observation takes the row's first gap (`first_gap`, as every series'
-first observation does at prediction).
+first observation does at prediction). In a packed batch (a `"segments"`
+array numbering each step's series, `SequenceNetwork.packed`) every series
+of a row keeps at least one observation, elapsed time is never carried
+from one series to the next, and each series' first kept observation takes
+that series' first gap.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import numpy as np
 
 #: The batch arrays with one entry per step (besides `"u"`, `"gaps"`,
 #: `"mask"`), compacted with them when present.
-_STEP_KEYS = ("extra",)
+_STEP_KEYS = ("extra", "segments")
 #: Those that are per step only when the targets are (`Sequences.per_step`).
 _PER_STEP_TARGET_KEYS = ("y", "weights")
 
@@ -51,18 +55,31 @@ def thin_observations(
         raise ValueError(f"rate must be in [0, 1), got {rate!r}")
     if rate == 0.0:
         return dict(batch)
-    kept = draw_kept(np.asarray(batch["mask"], dtype=bool), rate, rng)
+    kept = draw_kept(np.asarray(batch["mask"], dtype=bool), rate, rng, batch.get("segments"))
     return keep_observations(batch, kept, per_step=per_step, elapsed=elapsed)
 
 
-def draw_kept(mask: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
+def draw_kept(
+    mask: np.ndarray, rate: float, rng: np.random.Generator, segments: np.ndarray | None = None
+) -> np.ndarray:
     """Which observed steps to keep, (B, L) bool: each with probability
-    1 − `rate`, and at least one (a random one) of every row that has one.
-    Padded steps (`mask` False) are never kept."""
+    1 − `rate`, and at least one (a random one) of every row that has one
+    (with `segments` (B, L), of every series of a packed row). Padded steps
+    (`mask` False) are never kept."""
     kept = mask & (rng.random(mask.shape) >= rate)
-    for row in np.flatnonzero(mask.any(axis=1) & ~kept.any(axis=1)):
-        kept[row, rng.choice(np.flatnonzero(mask[row]))] = True
+    groups = np.arange(mask.shape[0])[:, None] if segments is None else _series_of(segments, mask)
+    groups = np.broadcast_to(groups, mask.shape)
+    observed = np.unique(groups[mask])
+    empty = np.setdiff1d(observed, np.unique(groups[kept]))
+    for group in empty:
+        kept.flat[rng.choice(np.flatnonzero(mask & (groups == group)))] = True
     return kept
+
+
+def _series_of(segments: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """A number per (row, series) of a packed batch's steps, (B, L) int64."""
+    span = int(segments.max(initial=0)) + 1
+    return np.where(mask, np.arange(mask.shape[0])[:, None] * span + segments, -1)
 
 
 def keep_observations(
@@ -100,11 +117,27 @@ def keep_observations(
         moved = np.take_along_axis(values, expand(order, values), axis=1)
         return np.where(expand(new_mask, values), moved, np.zeros((), values.dtype))
 
+    segments = batch.get("segments")
+    if segments is None:
+        starts = np.zeros((rows, length), np.int64)  # one series a row, from step 0
+        first_kept = np.broadcast_to(np.arange(length)[None, :] == 0, (rows, length))
+    else:
+        segments = np.asarray(segments)
+        index = np.arange(length)[None, :]
+        changed = np.concatenate([np.ones((rows, 1), bool), segments[:, 1:] != segments[:, :-1]], axis=1)
+        starts = np.maximum.accumulate(np.where(changed, index, 0), axis=1)  # each step's series' first step
+        kept_segments = np.take_along_axis(segments, order, axis=1)
+        first_kept = np.concatenate(
+            [np.ones((rows, 1), bool), kept_segments[:, 1:] != kept_segments[:, :-1]], axis=1
+        )
+
     def merge(values: np.ndarray) -> np.ndarray:
-        # The time from a row's first step to each kept one, differenced.
+        # The time from a row's first step to each kept one, differenced;
+        # a series' first kept step takes that series' first value.
         total = np.cumsum(np.where(expand(mask, values), values, 0), axis=1, dtype=np.float64)
         merged = np.diff(compact(total), axis=1, prepend=0.0)
-        merged[:, 0] = values[:, 0]
+        first = np.take_along_axis(values, expand(np.take_along_axis(starts, order, axis=1), values), axis=1)
+        merged = np.where(expand(first_kept, values), first, merged)
         return np.where(expand(new_mask, values), merged, 0).astype(values.dtype)
 
     keys = ["u", "gaps", *(k for k in _STEP_KEYS if k in batch)]
