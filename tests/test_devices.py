@@ -32,6 +32,7 @@ SETUP = textwrap.dedent(
     targets = {
         "S5Regressor": per_series,
         "S5Regressor, dropout": per_series,
+        "S5Regressor, packed": per_series,
         "CRURegressor": [np.sin(t + 0.5)[:, None] for t in times],  # per step
         "S5Regressor, chunked": [np.sin(t + 0.5) for t in times],  # per step
     }
@@ -43,6 +44,8 @@ SETUP = textwrap.dedent(
         "CRURegressor": CRURegressor(encoder="identity", latent_obs_size=3, hidden_size=8, **common),
         # truncated back-propagation through the same data-parallel step (`_backprop`)
         "S5Regressor, chunked": S5Regressor(n_layers=1, d_model=8, state_size=4, chunk_length=8, **common),
+        # series packed end to end, a batch's rows split over the devices (`PackedSequences`)
+        "S5Regressor, packed": S5Regressor(n_layers=1, d_model=8, state_size=4, packing=True, dropout=0.2, **common),
     }
 
 

@@ -14,9 +14,16 @@ import pytest
 
 import s5ts.training._sequences as sequences
 from s5ts import S5Classifier, S5Regressor
-from s5ts.training import Sequences, TruncatedBackprop, WholeSequences, cross_entropy_loss
+from s5ts.training import (
+    PACK_MIN_LENGTH,
+    PackedSequences,
+    Sequences,
+    TruncatedBackprop,
+    WholeSequences,
+    cross_entropy_loss,
+    packed_for,
+)
 from s5ts.training._loop import _summed_loss
-from s5ts.training._sequences import PackedSequences, packed_for
 from s5ts.training._thinning import keep_observations
 
 MIXED = [3, 40, 5, 7, 33, 2, 64, 9, 12, 4, 6, 18, 3, 8, 5, 61, 2, 7]
@@ -39,14 +46,21 @@ def network(key=0, pooling="max"):
     )
 
 
-def test_mixed_lengths_pack_and_equal_lengths_do_not():
+def test_which_data_pack():
+    """packing=True packs mixed lengths; "auto" only where the longest
+    series is long (`PACK_MIN_LENGTH`) and the buckets would pad much;
+    False never; rows of one series each never."""
     data = ragged(MIXED)
-    packed = packed_for(data, network(), 8, WholeSequences())
+    packed = packed_for(data, network(), 8, WholeSequences(), True)
     assert isinstance(packed, PackedSequences)
     assert packed.row_length == max(MIXED)
+    assert packed_for(data, network(), 8, WholeSequences()) is data  # "auto": short series
+    long = ragged(MIXED + [PACK_MIN_LENGTH])
+    assert isinstance(packed_for(long, network(), 8, WholeSequences()), PackedSequences)
+    assert packed_for(long, network(), 8, WholeSequences(), False) is long
     # one series a row: nothing packed (fewer padded rows alone are no reason)
-    equal = ragged([12] * 20)
-    assert packed_for(equal, network(), 32, WholeSequences()) is equal
+    equal = ragged([300] * 20)
+    assert packed_for(equal, network(), 32, WholeSequences(), True) is equal
 
 
 @pytest.mark.parametrize(
@@ -64,12 +78,12 @@ def test_no_packing_where_it_cannot(why):
         model = network(pooling="none")
     else:
         model = object()
-    assert packed_for(data, model, 8, backprop) is data
+    assert packed_for(data, model, 8, backprop, True) is data
 
 
 def test_an_epoch_sees_every_series_once_with_its_own_target_and_weight():
     data = ragged(MIXED, weights=True)
-    packed = packed_for(data, network(), 8, WholeSequences())
+    packed = packed_for(data, network(), 8, WholeSequences(), True)
     seen = []
     batches = list(packed.iterate_batches(8, shuffle=True, rng=np.random.default_rng(0)))
     assert len(batches) == packed.steps_per_epoch(8)
@@ -95,7 +109,7 @@ def test_an_epoch_sees_every_series_once_with_its_own_target_and_weight():
 def test_the_summed_loss_and_gradient_equal_those_of_the_length_buckets():
     data = ragged(MIXED, weights=True)
     model = network(3)
-    packed = packed_for(data, model, 8, WholeSequences())
+    packed = packed_for(data, model, 8, WholeSequences(), True)
 
     def epoch(batches):
         def loss(model):
@@ -116,7 +130,7 @@ def test_the_summed_loss_and_gradient_equal_those_of_the_length_buckets():
 
 def test_observation_dropout_in_a_packed_row_is_dropout_of_each_series_alone():
     data = ragged(MIXED)
-    packed = packed_for(data, network(), 8, WholeSequences())
+    packed = packed_for(data, network(), 8, WholeSequences(), True)
     rng = np.random.default_rng(4)
     (indices, batch), *_ = packed.iterate_batches(8, shuffle=False)
     kept = sequences.draw_kept(batch["mask"], 0.6, rng, batch["segments"])
@@ -135,7 +149,7 @@ def test_observation_dropout_in_a_packed_row_is_dropout_of_each_series_alone():
 
 
 @pytest.mark.parametrize("estimator", [S5Classifier, S5Regressor])
-def test_estimators_train_on_packed_batches_of_mixed_lengths(monkeypatch, estimator):
+def test_estimators_train_on_packed_batches_when_asked(monkeypatch, estimator):
     built = []
     original = sequences.packed_for
 
@@ -148,6 +162,6 @@ def test_estimators_train_on_packed_batches_of_mixed_lengths(monkeypatch, estima
     rng = np.random.default_rng(5)
     X = [pd.DataFrame({"v": rng.normal(size=L)}, index=np.sort(rng.uniform(0, 50, L))) for L in MIXED * 2]
     y = np.arange(len(X)) % 2 if estimator is S5Classifier else rng.normal(size=len(X))
-    model = estimator(d_model=8, state_size=4, max_epochs=3, random_state=0).fit(X, y)
+    model = estimator(d_model=8, state_size=4, max_epochs=3, random_state=0, packing=True).fit(X, y)
     assert built == ["PackedSequences"]
     assert np.all(np.isfinite(np.asarray(model.predict(X), dtype=float)))

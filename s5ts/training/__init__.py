@@ -8,7 +8,7 @@ Used by the estimators, the sktime forecaster and the CRU baseline through
 these names; nothing here imports scikit-learn or sktime.
 """
 
-from ._backprop import MIN_CHUNK_LENGTH, AbstractBackprop, TruncatedBackprop, WholeSequences, backprop_for
+from ._backprop import MIN_CHUNK_LENGTH, AbstractBackprop, TruncatedBackprop, WholeSequences, backprop_for, run_batch
 from ._cache import (
     compilation_cache_dir,
     enable_compilation_cache,
@@ -58,7 +58,19 @@ from ._optimizer import (
     schedule_scales,
     with_learning_rates,
 )
-from ._sequences import SequenceData, Sequences, batch_rows, iterate_batches, padded_batch, split_validation, steps_per_epoch
+from ._sequences import (
+    PACK_GAIN,
+    PACK_MIN_LENGTH,
+    PackedSequences,
+    SequenceData,
+    Sequences,
+    batch_rows,
+    iterate_batches,
+    packed_for,
+    padded_batch,
+    split_validation,
+    steps_per_epoch,
+)
 from ._shards import FileShares, ShardedStep, file_owners, own_files, shard_plan, share_files
 from ._streaming import StreamedSequences
 from ._thinning import keep_observations, thin_observations
@@ -78,6 +90,11 @@ __all__ = [
     "Placement",
     "SequenceData",
     "Sequences",
+    "PackedSequences",
+    "PACK_GAIN",
+    "PACK_MIN_LENGTH",
+    "packed_for",
+    "run_batch",
     "ShardedStep",
     "StreamedSequences",
     "SquaredErrorInUnits",

@@ -254,6 +254,11 @@ def steps_per_epoch(data: SequenceData, rows: int) -> int:
 #: Pack training batches only when the length buckets would compute at
 #: least this many times the steps packed rows compute (`packed_for`).
 PACK_GAIN = 1.25
+#: ... and the longest series has at least this many steps: below a few
+#: hundred steps a step's fixed costs outweigh the padding, and packing
+#: made the development half's short panels no faster (Phenobarb, 2 to 6
+#: steps; event_interval, 22 to 62: docs/estimators.md, "Packed rows").
+PACK_MIN_LENGTH = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -334,8 +339,9 @@ def packed_for(data: SequenceData, model, rows: int, backprop, packing: bool | s
     """`data` as `PackedSequences` when it can (in memory, one target per
     series, a `model` that packs (`AbstractPackedSequenceModel`), whole
     sequences (`WholeSequences`), some row holding two series or more) and
-    `packing` says so: True always, "auto" when that computes at least
-    `PACK_GAIN` times fewer steps per epoch than its length buckets, False
+    `packing` says so: True always, "auto" when the longest series has at
+    least `PACK_MIN_LENGTH` steps and packing computes at least
+    `PACK_GAIN` times fewer steps per epoch than the length buckets, False
     never. Otherwise `data` itself. Rows are as long as the
     longest series; a batch has the power of two of rows nearest to those
     that hold, on average, `rows` series (so it splits over devices as a
@@ -357,7 +363,8 @@ def packed_for(data: SequenceData, model, rows: int, backprop, packing: bool | s
     per_batch = min(1 << max(0, round(math.log2(max(wanted, 1.0)))), 1 << (len(layout) - 1).bit_length())
     bucketed = int(np.sum(data.batch_lengths(rows) * rows))
     packed = math.ceil(len(layout) / per_batch) * per_batch * row_length
-    if len(layout) == len(lengths) or (packing == "auto" and bucketed < PACK_GAIN * packed):
+    too_little = row_length < PACK_MIN_LENGTH or bucketed < PACK_GAIN * packed
+    if len(layout) == len(lengths) or (packing == "auto" and too_little):
         return data  # no row holds two series, or too little to gain
     slots = max(len(r) for r in layout)
     return PackedSequences(data, per_batch, row_length, tuple(layout), slots, elapsed=data.elapsed)
