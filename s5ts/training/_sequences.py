@@ -3,7 +3,9 @@
 A `Sequences` holds one entry per series; batches group series of one
 length bucket (`s5ts.data.plan_buckets`) and are padded to a fixed number of
 rows (the batch size, or the next power of two for smaller data sets), so a
-fit compiles one training step per bucket.
+fit compiles one training step per bucket. Where the buckets would pad
+much, training batches lay the series end to end instead
+(`PackedSequences`, chosen by `packed_for`): one compiled shape.
 """
 
 from __future__ import annotations
