@@ -230,13 +230,13 @@ def pack_rows(lengths: Int[np.ndarray, " n"] | Sequence[Integral], row_length: I
     if lengths.size and lengths.max() > row_length:
         raise ValueError(f"a series of length {int(lengths.max())} is longer than row_length={row_length}")
     rows: list[list[int]] = []
-    room: list[int] = []
+    room = np.empty(lengths.size, np.int64)  # free steps of each row opened so far
     for i in np.argsort(-lengths, kind="stable"):
-        fits = [r for r, free in enumerate(room) if free >= lengths[i]]
-        if fits:
+        fits = np.flatnonzero(room[: len(rows)] >= lengths[i])
+        if fits.size:
             rows[fits[0]].append(int(i))
-            room[fits[0]] -= int(lengths[i])
+            room[fits[0]] -= lengths[i]
         else:
+            room[len(rows)] = row_length - lengths[i]
             rows.append([int(i)])
-            room.append(row_length - int(lengths[i]))
     return [np.asarray(r, dtype=np.int64) for r in rows]

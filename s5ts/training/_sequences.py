@@ -281,12 +281,18 @@ class PackedSequences(SequenceData):
     row_length: int
     layout: tuple  # the series of each row, in the order they sit
     slots: int
-    per_step: bool = False
-    cap_length: bool = True
-    elapsed: tuple[str, ...] = ("gaps",)
+    per_step = False  # one target per series
 
     def __len__(self) -> int:
         return len(self.data)
+
+    @property
+    def cap_length(self) -> bool:
+        return self.data.cap_length
+
+    @property
+    def elapsed(self) -> tuple[str, ...]:
+        return self.data.elapsed
 
     @property
     def lengths(self) -> np.ndarray:
@@ -360,13 +366,14 @@ def packed_for(data: SequenceData, model, rows: int, backprop, packing: bool | s
         return data
     lengths = data.lengths
     row_length = int(lengths.max())
+    if packing == "auto" and row_length < PACK_MIN_LENGTH:
+        return data  # decided before laying out the rows
     layout = pack_rows(lengths, row_length)
     wanted = rows * len(layout) / len(lengths)  # rows holding `rows` series on average
     per_batch = min(1 << max(0, round(math.log2(max(wanted, 1.0)))), 1 << (len(layout) - 1).bit_length())
     bucketed = int(np.sum(data.batch_lengths(rows) * rows))
     packed = math.ceil(len(layout) / per_batch) * per_batch * row_length
-    too_little = row_length < PACK_MIN_LENGTH or bucketed < PACK_GAIN * packed
-    if len(layout) == len(lengths) or (packing == "auto" and too_little):
+    if len(layout) == len(lengths) or (packing == "auto" and bucketed < PACK_GAIN * packed):
         return data  # no row holds two series, or too little to gain
     slots = max(len(r) for r in layout)
-    return PackedSequences(data, per_batch, row_length, tuple(layout), slots, elapsed=data.elapsed)
+    return PackedSequences(data, per_batch, row_length, tuple(layout), slots)
