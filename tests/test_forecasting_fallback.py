@@ -14,7 +14,17 @@ import pytest
 from s5ts.forecasting import Forecaster
 from s5ts.forecasting._calendar import WEEK, Cycle
 from s5ts.forecasting._calibration import LeadCalibration
-from s5ts.forecasting._fallback import S5, SHRINKAGE, Trial, candidate_names, choose, held_out_pairs, simple_part
+from s5ts.forecasting._fallback import (
+    INTERVAL_SHRINKAGE,
+    S5,
+    SHRINKAGE,
+    Trial,
+    candidate_names,
+    choose,
+    held_out_pairs,
+    interval_scales,
+    simple_part,
+)
 from s5ts.forecasting._simple import simple_forecast, simple_names, smoother_time
 
 FAST = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 2, "random_state": 0}
@@ -143,6 +153,43 @@ def test_choose_picks_the_lowest_shrunk_error_and_keeps_s5_on_ties():
     assert tie.method("a") == S5
 
 
+def test_interval_scales_match_a_loop_over_the_series():
+    rng = np.random.default_rng(4)
+    counts = np.array([0, 3, 40, 400, 1])
+    errors = rng.uniform(0.2, 2.0, len(counts)) * counts
+    for n0 in (0.0, 5.0, INTERVAL_SHRINKAGE):
+        pooled = sum(float(e) for e, n in zip(errors, counts) if n) / sum(int(n) for n in counts)
+        expected = [1.0 if n == 0 else (float(e) + n0 * pooled) / (int(n) + n0) / pooled for e, n in zip(errors, counts)]
+        np.testing.assert_allclose(interval_scales(errors, counts, n0), expected, rtol=1e-12)
+    # with no shrinkage the scales are each series' mean over the panel's: weighted by the counts they average 1
+    raw = interval_scales(errors, counts, 0.0)
+    assert np.sum(raw * counts) / counts.sum() == pytest.approx(1.0)
+    assert (interval_scales(errors, counts, math.inf) == 1.0).all()
+    assert (interval_scales(np.array([0.0, 5.0]), np.array([0, 9])) == 1.0).all()  # one series with a tail
+
+
+def test_a_series_with_larger_held_out_errors_gets_wider_intervals():
+    names = (S5,)
+    rng = np.random.default_rng(5)
+
+    def trial(sd, n):
+        errors = rng.normal(0.0, sd, (n, 1))
+        return Trial(names, np.abs(errors).sum(axis=0), n, errors, np.ones(n), np.linspace(0.1, 3.0, n))
+
+    trials = [trial(1.0, 300), trial(1.0, 300), trial(3.0, 300), trial(3.0, 4), None]
+    floor = LeadCalibration(np.array([1.0]), np.array([1.0, 1.5]))
+    fallback = choose(list("abcde"), trials, [1.0] * 5, names, floor)
+    scale = fallback.table["interval_scale"]
+    assert scale["c"] > 1.5 and scale["a"] < 1.0 and scale["b"] < 1.0
+    assert 1.0 < scale["d"] < scale["c"]  # four values lean on the panel
+    assert scale["e"] == 1.0 and fallback.interval_scale("e") == 1.0 and fallback.interval_scale("c") == scale["c"]
+    # standardised by the floor, the factors the forecaster applies to S5's own intervals
+    own = [np.mean(np.abs(t.errors[:, 0]) / floor(t.leads)) for t in trials[:4]]
+    assert fallback.standardised["c"] == pytest.approx(own[2], rel=1e-12)
+    pooled = sum(o * t.count for o, t in zip(own, trials)) / sum(t.count for t in trials[:4])
+    assert scale["d"] == pytest.approx((own[3] * 4 + INTERVAL_SHRINKAGE * pooled) / (4 + INTERVAL_SHRINKAGE) / pooled)
+
+
 def _walk(n=160, seed=0):
     rng = np.random.default_rng(seed)
     times = pd.date_range("2021-01-01", periods=n, freq="D")
@@ -170,15 +217,38 @@ def test_fallback_none_is_s5_alone_and_auto_reports_each_series():
     y = _walk()
     auto = Forecaster(**FAST).fit(y, horizon="10D")
     plain = Forecaster(**FAST, fallback=None).fit(y, horizon="10D")
-    assert plain.fallback_["method"].tolist() == [S5]
+    assert plain.fallback_["method"].tolist() == [S5] and list(plain.fallback_.columns[3:]) == [S5]
     table = auto.fallback_
-    assert list(table.columns[:2]) == ["method", "held_out"] and table["held_out"].iloc[0] > 0
-    assert set(candidate_names(("last_value", "drift", "smoother", "seasonal_weekly"))) == set(table.columns[2:])
+    assert list(table.columns[:3]) == ["method", "held_out", "interval_scale"] and table["held_out"].iloc[0] > 0
+    assert set(candidate_names(("last_value", "drift", "smoother", "seasonal_weekly"))) == set(table.columns[3:])
+    assert table["interval_scale"].tolist() == [1.0]  # a lone series is its own panel
     future = y.index[-1] + pd.to_timedelta([2, 7], unit="D")
     if table["method"].iloc[0] == S5:
         pd.testing.assert_frame_equal(auto.predict(future), plain.predict(future))
     with pytest.raises(ValueError, match="fallback"):
         Forecaster(fallback="always").fit(y)
+
+
+def test_a_wandering_series_in_a_calm_panel_gets_intervals_scaled_by_its_own_factor():
+    # in units of each series' local spread, a random walk strays further over ten days than white noise
+    rng = np.random.default_rng(6)
+    days = pd.date_range("2021-01-01", periods=120, freq="D")
+    walks = {"calm1": False, "calm2": False, "calm3": False, "noisy": True}
+    panel = pd.concat(
+        {sid: pd.Series(rng.normal(size=len(days)).cumsum() if walk else rng.normal(size=len(days)), index=days)
+         for sid, walk in walks.items()},
+        names=["series", "time"],
+    )
+    model = Forecaster(**FAST, fallback=None).fit(panel, horizon="10D")
+    scale = model.fallback_["interval_scale"]
+    assert scale["noisy"] == scale.max() and scale["noisy"] > 1.0 > scale.drop("noisy").mean()
+    assert (model.fallback_["method"] == S5).all()
+    future = pd.MultiIndex.from_product([["calm1", "noisy"], days[-1] + pd.to_timedelta([1, 5], unit="D")])
+    _, var, _ = model.predict_distribution(future)
+    model._fallback = dataclasses.replace(model._fallback, scales={})
+    _, plain, _ = model.predict_distribution(future)
+    expected = np.repeat([scale["calm1"], scale["noisy"]], 2) ** 2
+    np.testing.assert_allclose(var[:, 0] / plain[:, 0], expected, rtol=1e-6)
 
 
 def test_a_never_negative_quantity_is_never_forecast_below_zero():

@@ -1,6 +1,7 @@
 """The forecaster fitted on a long-format Parquet data set, streamed,
 against the same data in memory as (series, time) frames."""
 
+import dataclasses
 import os
 
 import numpy as np
@@ -101,7 +102,10 @@ def test_a_parquet_fit_equals_the_same_data_in_memory(tmp_path, captured, missin
     params = dict(SMALL, max_epochs=1, learning_rate=1e-12, warmup_epochs=0)
     memory = Forecaster(**params, fallback=None).fit(y, X)  # a streamed fit keeps no history to fall back on
     streamed = Forecaster(**params, id_col="id", time_col="time").fit(path, X=["temp"])
-    assert (streamed.fallback_["method"] == "s5").all()
+    assert (streamed.fallback_["method"] == "s5").all() and (streamed.fallback_["interval_scale"] == 1.0).all()
+    # nor to scale each series' intervals by its held-out errors, as the fit in memory does
+    assert memory.fallback_["held_out"].gt(0).all() and (streamed.fallback_["held_out"] == 0).all()
+    memory._fallback = dataclasses.replace(memory._fallback, scales={})
 
     assert streamed.time_scale_ == memory.time_scale_ and streamed.horizon_ == memory.horizon_
     assert streamed.cycles_ == memory.cycles_ != ()

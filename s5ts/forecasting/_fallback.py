@@ -15,10 +15,16 @@ with a short tail leans on the panel's verdict. The lowest score wins; S5
 wins ties. A candidate's intervals are S5's predicted variances scaled by
 factors by lead read from the candidate's own held-out errors
 (`lead_calibration`), never below S5's own factors (`LeadCalibration.widest`).
+Those factors are the panel's; each series' intervals are then scaled by
+its own held-out errors against them (`interval_scales`): its mean
+absolute standardised error over the panel's, shrunk toward 1 with
+$n_0$ = `INTERVAL_SHRINKAGE`, so a series whose errors run larger than
+its panel's gets wider intervals, and a calmer one narrower.
 
-Why averages and not the simple forecasts alone, why $n_0 = 20$ and why
-intervals at least S5's: docs/forecasting.md, "Falling back", from the
-forecasting benchmark's development half (`benchmarks/forecast_fallback.py`).
+Why averages and not the simple forecasts alone, why $n_0 = 20$, why
+intervals at least S5's and the interval shrinkage: docs/forecasting.md,
+"Falling back" and "Intervals per series", from the forecasting
+benchmark's development half (`benchmarks/forecast_fallback.py`).
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ S5 = "s5"
 #: Held-out forecasts that count as much as the panel's mean error in a
 #: series' score (`choose`).
 SHRINKAGE = 20.0
+
+#: Held-out values that count as much as the panel's mean standardised
+#: error in a series' interval scale (`interval_scales`).
+INTERVAL_SHRINKAGE = 20.0
 
 #: At most this many rolling origins per series' tail, and this many
 #: targets per origin (evenly spaced), bound the held-out forecasts.
@@ -107,21 +117,54 @@ class Trial:
         leads = np.broadcast_to(np.asarray(leads, np.float64)[:, None], targets.shape)[valid]
         return cls(tuple(names), np.abs(errors).sum(axis=0), int(valid.sum()), errors, variances[valid], leads)
 
+    def standardised(self, name: str, calibration: LeadCalibration) -> float:
+        """The sum of candidate `name`'s absolute errors over its calibrated
+        standard deviations (S5's, times `calibration` at each lead)."""
+        sd = np.sqrt(np.maximum(self.variances, 1e-12)) * calibration(self.leads)
+        return float(np.sum(np.abs(self.errors[:, self.names.index(name)]) / sd))
+
+
+def interval_scales(errors: np.ndarray, counts: np.ndarray, shrinkage: float = INTERVAL_SHRINKAGE) -> np.ndarray:
+    r"""Each series' factor on its standard deviations, from the sums of
+    its held-out absolute standardised errors (`errors`, (S,): errors over
+    the calibrated standard deviations) over `counts` values:
+    $m_s = \frac{(e_s + n_0 \bar z) / (n_s + n_0)}{\bar z}$ with $\bar z$ the
+    panel's mean, $n_0$ = `shrinkage` (inf: every factor 1). 1 for a series
+    without held-out values, and for all when fewer than two series have
+    them (a lone series is its own panel)."""
+    errors, counts = np.asarray(errors, np.float64), np.asarray(counts, np.float64)
+    scales = np.ones(len(counts))
+    tried = counts > 0
+    if tried.sum() < 2 or np.isinf(shrinkage):
+        return scales
+    pooled = errors[tried].sum() / counts[tried].sum()
+    if not pooled > 0:
+        return scales
+    scales[tried] = (errors[tried] + shrinkage * pooled) / (counts[tried] + shrinkage) / pooled
+    return scales
+
 
 @dataclasses.dataclass(frozen=True)
 class Fallback:
     """The fitted choice: per series id the candidate used (`methods`;
-    series not listed use S5), the smoother's time constant (`taus`), and
-    each candidate's `LeadCalibration` (`calibrations`); `table` the
-    fitted attribute users read (`Forecaster.fallback_`)."""
+    series not listed use S5), the smoother's time constant (`taus`),
+    each candidate's `LeadCalibration` (`calibrations`) and per series the
+    factor on its intervals (`scales`; not listed: 1), with the mean
+    absolute standardised held-out error it was read from (`standardised`);
+    `table` the fitted attribute users read (`Forecaster.fallback_`)."""
 
     methods: dict
     taus: dict
     calibrations: dict
     table: pd.DataFrame
+    scales: dict = dataclasses.field(default_factory=dict)
+    standardised: dict = dataclasses.field(default_factory=dict)
 
     def method(self, sid) -> str:
         return self.methods.get(sid, S5)
+
+    def interval_scale(self, sid) -> float:
+        return self.scales.get(sid, 1.0)
 
 
 def choose(ids: list, trials: list, taus: list, names: tuple[str, ...], floor: LeadCalibration) -> Fallback:
@@ -132,7 +175,7 @@ def choose(ids: list, trials: list, taus: list, names: tuple[str, ...], floor: L
     rows, methods = [], {}
     if not tried:
         table = pd.DataFrame(
-            {"method": [S5] * len(ids), "held_out": np.zeros(len(ids), np.int64)},
+            {"method": [S5] * len(ids), "held_out": np.zeros(len(ids), np.int64), "interval_scale": np.ones(len(ids))},
             index=pd.Index(ids, tupleize_cols=False, dtype=object, name="series"),
         )
         return Fallback({}, dict(zip(ids, taus)), {}, table)
@@ -148,11 +191,21 @@ def choose(ids: list, trials: list, taus: list, names: tuple[str, ...], floor: L
     errors = np.concatenate([t.errors for t in tried])
     variances, leads = np.concatenate([t.variances for t in tried]), np.concatenate([t.leads for t in tried])
     calibrations = {name: lead_calibration(errors[:, c], variances, leads).widest(floor) for c, name in enumerate(names)}
+    counts = np.array([0 if t is None else t.count for t in trials])
+    used = {name: floor if name == S5 else calibrations[name] for name in names}  # as `calibration_for` gives them
+    sums = np.array([0.0 if t is None or t.count == 0 else t.standardised(methods[sid], used[methods[sid]])
+                     for sid, t in zip(ids, trials)])
+    scales = interval_scales(sums, counts)
     table = pd.DataFrame(np.array(rows), columns=list(names), index=pd.Index(ids, tupleize_cols=False, dtype=object))
-    table.insert(0, "held_out", [0 if t is None else t.count for t in trials])
+    table.insert(0, "interval_scale", scales)
+    table.insert(0, "held_out", counts)
     table.insert(0, "method", [methods[sid] for sid in ids])
     table.index.name = "series"
-    return Fallback({sid: m for sid, m in methods.items() if m != S5}, dict(zip(ids, taus)), calibrations, table)
+    return Fallback(
+        {sid: m for sid, m in methods.items() if m != S5}, dict(zip(ids, taus)), calibrations, table,
+        scales={sid: float(m) for sid, m in zip(ids, scales) if m != 1.0},
+        standardised={sid: s / n for sid, s, n in zip(ids, sums, counts) if n > 0},
+    )
 
 
 def fallback_summary(table: pd.DataFrame) -> str:
@@ -165,6 +218,10 @@ def fallback_summary(table: pd.DataFrame) -> str:
             continue
         tried = rows[rows["held_out"] > 0]
         lines.append(f"  {method}: {len(rows)} series, {tried[method].mean():.3f} / {tried[S5].mean():.3f}")
+    scales = table["interval_scale"]
+    if len(table) > 1:
+        lines.append(f"interval scale per series (its held-out errors against the panel's): median {scales.median():.2f}, "
+                     f"range {scales.min():.2f}-{scales.max():.2f}")
     return "\n".join(lines)
 
 

@@ -469,8 +469,8 @@ def fit_forecaster(forecaster, source: Source, horizon) -> dict:
                 after = states_after_each_step(network, init, u, gaps)
                 stop = stats.stops[one.position]
                 tau = smoother_time(one.times, one.y, stop) if simple else None
-                trial = None
-                if simple:
+                trial = None  # S5 alone is tried too (fallback=None): its errors scale the series' intervals
+                if source.keeps_history:
                     trial = held_out_trial(model, layout, one, x, spreads, after, stop, lead, max_lead, simple, tau)
                 kept = source.kept(layout, one, x, scale, tuple(s[-1] for s in after))
                 ends.append((one.position, one.id, kept, trial, tau))
@@ -489,7 +489,7 @@ def fit_forecaster(forecaster, source: Source, horizon) -> dict:
 
 
 def held_out_trial(model, layout: StepLayout, one: _Series, x, spreads, after, stop: int, lead: float,
-                   max_lead: float, simple: tuple[str, ...], tau: float) -> Trial | None:
+                   max_lead: float, simple: tuple[str, ...], tau: float | None) -> Trial | None:
     """Series `one`'s held-out forecasts (`held_out_pairs`) by S5 and its
     averages with the `simple` forecasts (`candidate_names`), in model
     units: from the network states `after` each step and the local

@@ -102,9 +102,10 @@ class Forecaster(BaseEstimator):
     `LeadCalibration`: the factor on the standard deviations at each lead,
     in model units), `series_` (per series id, a `SeriesState`),
     `fallback_` (a DataFrame, one row per series: the forecast used,
-    `method`, the number of held-out values it was chosen on, and each
-    candidate's held-out mean absolute error in units of the series' local
-    spread), `nonnegative_` (per column of `y`, whether it was never
+    `method`, the number of held-out values it was chosen on,
+    `interval_scale`, the factor on its standard deviations from its own
+    held-out errors against the panel's, and each candidate's held-out
+    mean absolute error in units of the series' local spread), `nonnegative_` (per column of `y`, whether it was never
     negative in fit: then no forecast, quantile or interval bound is
     below zero).
 
@@ -324,7 +325,7 @@ class Forecaster(BaseEstimator):
             at = simple_forecast(simple, record.times, record.y, origin, seconds, tau=fallback.taus[sid],
                                  cycles=layout.cycles)
             mean = combined(method, mean, (at - level) / spread)
-        factor = calibration_for(fallback, method, self.calibration_)(leads)[:, None]
+        factor = calibration_for(fallback, method, self.calibration_)(leads)[:, None] * fallback.interval_scale(sid)
         mean, var = level + spread * mean, var * spread**2 * factor**2
         mean = np.where(self.nonnegative_.to_numpy(), np.maximum(mean, 0.0), mean)
         mean[no_history] = var[no_history] = np.nan
