@@ -194,6 +194,17 @@ def _s5_grid(data: D.Dataset, s5_params: dict, seed: int):
     return _s5("gaps")(data, {"layout": "ndl", **s5_params}, seed)
 
 
+def _dss(data: D.Dataset, s5_params: dict, seed: int):
+    """The DSS baseline (`s5ts.baselines.DSSRegressor`, DSS-EXP, the S5
+    defaults it shares) on regression sets; it has no classifier."""
+    from s5ts.baselines import DSSRegressor
+
+    if data.task == "classification":
+        raise TypeError("DSSRegressor has no classifier: regression sets only")
+    shared = DSSRegressor().get_params()
+    return DSSRegressor(**{"random_state": seed, **{k: v for k, v in s5_params.items() if k in shared}})
+
+
 VOTE_MEMBERS = 3
 
 
@@ -249,6 +260,7 @@ METHODS = {
         Method("s5_vote3", f"soft vote of {VOTE_MEMBERS} S5 defaults with other seeds (opt-in)", as_frames, _s5_vote,
                opt_in=True),
         Method("s5_grid", "S5 defaults on the interpolated grid (opt-in)", as_grid, _s5_grid, opt_in=True),
+        Method("dss", "DSS baseline (DSS-EXP, regression only; opt-in)", as_frames, _dss, opt_in=True),
         Method("tsf", "sktime TimeSeriesForest (interpolated grid)", as_grid, _tsf),
         Method("minirocket", "sktime MiniRocket + ridge CV (interpolated grid)", as_grid, _minirocket),
         Method("summary", "sktime summary statistics + random forest (interpolated grid)", as_grid, _summary),

@@ -47,3 +47,13 @@ def test_s5_grid_fits_s5_on_the_grid_methods_inputs():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
         kept = data.X_train[0].index.to_numpy().astype(int)  # the grid passes through every observation
         np.testing.assert_allclose(grid_train[0, :, kept].T, data.X_train[0].to_numpy().T)
+
+
+def test_dss_fits_regression_sets_and_refuses_classification():
+    """`dss` builds the DSS baseline with the S5 overrides it shares (an S5-only
+    one is dropped) and fails a classification set with a clear error."""
+    data = _dataset("regression")
+    result = A.run_one(A.METHODS["dss"], data, {**TINY, "selective": "scaled"}, seed=0)
+    assert result.error is None and np.isfinite(result.score)
+    refused = A.run_one(A.METHODS["dss"], _dataset("classification"), TINY, seed=0)
+    assert refused.score is None and "no classifier" in refused.error
