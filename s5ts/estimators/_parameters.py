@@ -89,7 +89,7 @@ S5_PARAMETERS = (
     _p("time_handling", "gaps", StrOptions(set(TIME_HANDLINGS)), roles=("network", "s5")),
     _p("first_gap", 1.0, _positive(Real), roles=("network",)),
     _p("standardize", "auto", "boolean", StrOptions({"auto", "global", "series"}), roles=("network",)),
-    _p("max_epochs", 150, _at_least(Integral, 1)),
+    _p("max_epochs", 75, _at_least(Integral, 1)),
     _p("batch_size", 32, _at_least(Integral, 1)),
     _p("learning_rate", 1e-2, _positive(Real)),
     _p("ssm_learning_rate", None, _positive(Real), None, roles=("s5",)),
