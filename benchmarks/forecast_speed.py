@@ -1,10 +1,14 @@
-"""Seconds to a forecast: issue 34's two cases, each fitted and predicted
-with `Forecaster` defaults in fresh processes.
+"""Seconds to a forecast (issue 34's two cases, `Forecaster` defaults) and
+to a fitted estimator (issue 35's case, `S5Classifier` defaults), each
+fitted and predicted in fresh processes.
 
 - `series`: one irregular daily series of 1,000 points (a trend, a yearly
   season, noise; 1,000 of 1,800 days kept), horizon 60 days;
 - `panel`: 150 short series of 12–40 points at irregular hours (a decay
-  from a dose, as pharmacokinetic panels), horizon 12 hours.
+  from a dose, as pharmacokinetic panels), horizon 12 hours;
+- `estimator`: 200 series of 20–50 points at irregular times, two
+  classes told apart by the period of a noisy sine; fit, then predict the
+  same 200 (goal: at most 10 s warm on two cores).
 
 Each case runs in a new process twice: first with an empty compilation
 cache (`cold`: what a user's first script pays), then with the cache the
@@ -26,7 +30,7 @@ import sys
 import tempfile
 import time
 
-CASES = ("series", "panel")
+CASES = ("series", "panel", "estimator")
 
 
 def data(case: str):
@@ -34,6 +38,13 @@ def data(case: str):
     import pandas as pd
 
     rng = np.random.default_rng(0)
+    if case == "estimator":
+        X, labels = [], np.arange(200) % 2
+        for label in labels:
+            n = int(rng.integers(20, 51))
+            t = np.sort(rng.uniform(0.0, 100.0, n))
+            X.append(pd.DataFrame({"v": np.sin(t / (5.0 + 3.0 * label)) + rng.normal(0.0, 0.3, n)}, index=t))
+        return X, labels, None
     if case == "series":
         days = np.sort(rng.choice(1800, 1000, replace=False))
         when = pd.Timestamp("2019-01-01") + pd.to_timedelta(days, unit="D")
@@ -54,13 +65,19 @@ def one(case: str, params: dict) -> dict:
     """Fit and predict `case` in this process."""
     import pandas as pd
 
+    from s5ts import S5Classifier
     from s5ts.forecasting import Forecaster
 
     y, horizon, future = data(case)
     start = time.perf_counter()
-    model = Forecaster(random_state=0, **params).fit(y, horizon=horizon)
+    if case == "estimator":
+        model = S5Classifier(random_state=0, **params).fit(y, horizon)
+    else:
+        model = Forecaster(random_state=0, **params).fit(y, horizon=horizon)
     fitted = time.perf_counter()
-    if future is None:
+    if case == "estimator":
+        model.predict(y)
+    elif future is None:
         model.predict(leads=pd.to_timedelta([1, 6, 12], unit="h"))
     else:
         model.predict(future)
@@ -73,7 +90,7 @@ def one(case: str, params: dict) -> dict:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cases", default=",".join(CASES))
-    p.add_argument("--params", default="{}", help="JSON of Forecaster parameters")
+    p.add_argument("--params", default="{}", help="JSON of Forecaster (or, for the estimator case, S5Classifier) parameters")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     params = json.loads(args.params)
