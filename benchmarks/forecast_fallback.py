@@ -57,7 +57,6 @@ def fitted(task: D.Task, seed: int) -> dict:
     model = adapter.forecaster_
     chosen = model._fallback
     table = model.fallback_
-    standardised = pd.Series(chosen.standardised, dtype=float).reindex(table.index)
     y = task.test["y"].to_numpy(dtype=float)
     subjects = task.test.index.get_level_values(0) if task.spec.panel else np.full(len(y), None)
     out = {}
@@ -74,7 +73,7 @@ def fitted(task: D.Task, seed: int) -> dict:
     return {"task": task.name, "seed": seed, "subjects": np.asarray(subjects, dtype=object), "table": table,
             "last_value": last,
             "candidates": out, "scale": M.naive_scale(task.train), "seconds": seconds, "y": y,
-            "standardised": standardised, "panel": task.spec.panel,
+            "panel": task.spec.panel,
             "nonnegative": bool(model.nonnegative_.iloc[0])}
 
 
@@ -116,11 +115,7 @@ def scored(run: dict, names: list[str], shrinkage: float, interval_shrinkage: fl
     by `interval_scales` with `interval_shrinkage` (inf: every scale 1)."""
     chosen = pick(run["table"], names, shrinkage)
     subjects = run["subjects"]
-    per_point = np.array([chosen.get(s if s is not None else None, "s5") for s in subjects], dtype=object)
-    mean, sd = np.empty(len(subjects)), np.empty(len(subjects))
-    for name in set(per_point):
-        rows = per_point == name
-        mean[rows], sd[rows] = run["candidates"][name]["mean"][rows], run["candidates"][name]["sd"][rows]
+    mean, sd = chosen_forecasts(run, chosen)
     sd = sd * per_series_scales(run, interval_shrinkage).reindex(subjects).fillna(1.0).to_numpy()
     error = np.abs(run["y"] - mean)
     share = np.mean([v != "s5" for v in chosen.values()])
@@ -133,16 +128,33 @@ def scored(run: dict, names: list[str], shrinkage: float, interval_shrinkage: fl
     return out
 
 
+def chosen_forecasts(run: dict, chosen: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Each held-out point's mean and sd (every interval factor 1) from the candidate `chosen` for its series."""
+    per_point = np.array([chosen.get(s, "s5") for s in run["subjects"]], dtype=object)
+    mean, sd = np.empty(len(per_point)), np.empty(len(per_point))
+    for name in set(per_point):
+        rows = per_point == name
+        mean[rows], sd[rows] = run["candidates"][name]["mean"][rows], run["candidates"][name]["sd"][rows]
+    return mean, sd
+
+
+def held_out_ratio(table: pd.DataFrame) -> pd.Series:
+    """Each series' mean absolute standardised held-out error over its panel's, read back from the fit's
+    `interval_scale` (shrinkage `INTERVAL_SHRINKAGE`); NaN without held-out values."""
+    from s5ts.forecasting._fallback import INTERVAL_SHRINKAGE as n0
+
+    n = table["held_out"].astype(float)
+    return ((table["interval_scale"] * (n + n0) - n0) / n).where(n > 0)
+
+
 def per_series_scales(run: dict, shrinkage: float) -> pd.Series:
     """Each series' interval scale under `shrinkage`, from the fit's held-out standardised errors (the chosen
     candidates' with the production rule; they are the rules' own up to that choice)."""
     from s5ts.forecasting._fallback import interval_scales
 
     table = run["table"]
-    if "standardised" not in run:
-        return pd.Series(1.0, index=table.index)
     counts = table["held_out"].to_numpy(dtype=float)
-    sums = run["standardised"].fillna(0.0).to_numpy() * counts
+    sums = held_out_ratio(table).fillna(0.0).to_numpy() * counts
     return pd.Series(interval_scales(sums, counts, shrinkage), index=table.index)
 
 
@@ -217,15 +229,12 @@ def panel_report(runs: list[dict]) -> pd.DataFrame:
     for task in dict.fromkeys(r["task"] for r in runs if r.get("panel")):
         parts = []
         for run in (r for r in runs if r["task"] == task):
-            chosen = pick(run["table"], candidates(run["table"]), SHRINKAGE)
             subjects = run["subjects"]
-            used = [chosen.get(s, "s5") for s in subjects]
-            mean = np.array([run["candidates"][m]["mean"][i] for i, m in enumerate(used)])
-            sd = np.array([run["candidates"][m]["sd"][i] for i, m in enumerate(used)])
+            mean, sd = chosen_forecasts(run, pick(run["table"], candidates(run["table"]), SHRINKAGE))
             parts.append(pd.DataFrame({
                 "subject": np.asarray(subjects, str), "z": (run["y"] - mean) / sd,
                 "held_out": run["table"]["held_out"].reindex(subjects).to_numpy(dtype=float),
-                "held_z": run["standardised"].reindex(subjects).to_numpy(dtype=float),
+                "held_z": held_out_ratio(run["table"]).reindex(subjects).to_numpy(dtype=float),
             }))
         points = pd.concat(parts)
         points["abs_z"], points["in_80"] = points["z"].abs(), points["z"].abs() < norm.ppf(0.9)

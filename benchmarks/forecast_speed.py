@@ -33,18 +33,26 @@ import time
 CASES = ("series", "panel", "estimator")
 
 
-def data(case: str):
+def classes():
+    """The estimator case: 200 series and their classes."""
     import numpy as np
     import pandas as pd
 
     rng = np.random.default_rng(0)
-    if case == "estimator":
-        X, labels = [], np.arange(200) % 2
-        for label in labels:
-            n = int(rng.integers(20, 51))
-            t = np.sort(rng.uniform(0.0, 100.0, n))
-            X.append(pd.DataFrame({"v": np.sin(t / (5.0 + 3.0 * label)) + rng.normal(0.0, 0.3, n)}, index=t))
-        return X, labels, None
+    X, labels = [], np.arange(200) % 2
+    for label in labels:
+        n = int(rng.integers(20, 51))
+        t = np.sort(rng.uniform(0.0, 100.0, n))
+        X.append(pd.DataFrame({"v": np.sin(t / (5.0 + 3.0 * label)) + rng.normal(0.0, 0.3, n)}, index=t))
+    return X, labels
+
+
+def data(case: str):
+    """A forecasting case: the series, the horizon and the times to predict (None: leads from each end)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
     if case == "series":
         days = np.sort(rng.choice(1800, 1000, replace=False))
         when = pd.Timestamp("2019-01-01") + pd.to_timedelta(days, unit="D")
@@ -68,20 +76,27 @@ def one(case: str, params: dict) -> dict:
     from s5ts import S5Classifier
     from s5ts.forecasting import Forecaster
 
+    if case == "estimator":
+        X, labels = classes()
+        start = time.perf_counter()
+        model = S5Classifier(random_state=0, **params).fit(X, labels)
+        fitted = time.perf_counter()
+        model.predict(X)
+        done = time.perf_counter()
+        return _timings(model, start, fitted, done)
     y, horizon, future = data(case)
     start = time.perf_counter()
-    if case == "estimator":
-        model = S5Classifier(random_state=0, **params).fit(y, horizon)
-    else:
-        model = Forecaster(random_state=0, **params).fit(y, horizon=horizon)
+    model = Forecaster(random_state=0, **params).fit(y, horizon=horizon)
     fitted = time.perf_counter()
-    if case == "estimator":
-        model.predict(y)
-    elif future is None:
+    if future is None:
         model.predict(leads=pd.to_timedelta([1, 6, 12], unit="h"))
     else:
         model.predict(future)
     done = time.perf_counter()
+    return _timings(model, start, fitted, done)
+
+
+def _timings(model, start: float, fitted: float, done: float) -> dict:
     train = sum(record.get("train_seconds", 0.0) for record in model.history_)
     return {"fit": fitted - start, "predict": done - fitted, "total": done - start, "epochs": len(model.history_),
             "train_seconds": train}

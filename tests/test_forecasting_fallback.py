@@ -185,9 +185,10 @@ def test_a_series_with_larger_held_out_errors_gets_wider_intervals():
     assert scale["e"] == 1.0 and fallback.interval_scale("e") == 1.0 and fallback.interval_scale("c") == scale["c"]
     # standardised by the floor, the factors the forecaster applies to S5's own intervals
     own = [np.mean(np.abs(t.errors[:, 0]) / floor(t.leads)) for t in trials[:4]]
-    assert fallback.standardised["c"] == pytest.approx(own[2], rel=1e-12)
     pooled = sum(o * t.count for o, t in zip(own, trials)) / sum(t.count for t in trials[:4])
-    assert scale["d"] == pytest.approx((own[3] * 4 + INTERVAL_SHRINKAGE * pooled) / (4 + INTERVAL_SHRINKAGE) / pooled)
+    n0 = INTERVAL_SHRINKAGE
+    assert scale["c"] == pytest.approx((own[2] * 300 + n0 * pooled) / (300 + n0) / pooled, rel=1e-12)
+    assert scale["d"] == pytest.approx((own[3] * 4 + n0 * pooled) / (4 + n0) / pooled)
 
 
 def _walk(n=160, seed=0):

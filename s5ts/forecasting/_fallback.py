@@ -149,16 +149,14 @@ class Fallback:
     """The fitted choice: per series id the candidate used (`methods`;
     series not listed use S5), the smoother's time constant (`taus`),
     each candidate's `LeadCalibration` (`calibrations`) and per series the
-    factor on its intervals (`scales`; not listed: 1), with the mean
-    absolute standardised held-out error it was read from (`standardised`);
-    `table` the fitted attribute users read (`Forecaster.fallback_`)."""
+    factor on its intervals (`scales`; not listed: 1); `table` the fitted
+    attribute users read (`Forecaster.fallback_`)."""
 
     methods: dict
     taus: dict
     calibrations: dict
     table: pd.DataFrame
     scales: dict = dataclasses.field(default_factory=dict)
-    standardised: dict = dataclasses.field(default_factory=dict)
 
     def method(self, sid) -> str:
         return self.methods.get(sid, S5)
@@ -204,7 +202,6 @@ def choose(ids: list, trials: list, taus: list, names: tuple[str, ...], floor: L
     return Fallback(
         {sid: m for sid, m in methods.items() if m != S5}, dict(zip(ids, taus)), calibrations, table,
         scales={sid: float(m) for sid, m in zip(ids, scales) if m != 1.0},
-        standardised={sid: s / n for sid, s, n in zip(ids, sums, counts) if n > 0},
     )
 
 
