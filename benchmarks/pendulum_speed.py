@@ -30,7 +30,7 @@ from _timing import print_header, print_table, seconds, time_interleaved
 from s5ts.data import to_panel
 from s5ts.datasets import load_pendulum
 from s5ts.experiments.pendulum import PRESETS, make_model
-from s5ts.training import make_optimizer, padded_batch, placement_for, train_step
+from s5ts.training import Split, make_optimizer, padded_batch, placement_for, train_step
 
 OFFICIAL_STEP_SECONDS = 0.65  # measured once: official S5 code, batch 32, this kind of CPU
 
@@ -47,10 +47,11 @@ def _step_call(estimator, panel, y, rows):
     optimizer = make_optimizer(float(estimator.weight_decay), estimator.grad_clip)
     rates = {"regular": np.float32(1e-3), "ssm": np.float32(1e-3)}
     loss_fn = estimator._task().loss_fn()
-    key = jax.random.key(0)
+    key_data = jax.random.key_data(jax.random.key(0))
+    split = Split.of((model, opt_state))
 
     def step():
-        return train_step(model, opt_state, batch, None, rates, key, optimizer, loss_fn)[2]
+        return train_step(split.static, optimizer, loss_fn, None, split.arrays, batch, None, rates, key_data)[1]
 
     return step
 

@@ -386,10 +386,9 @@ def _patch_train_step(monkeypatch, after, action):
 
 
 def _poison(outputs):
-    model, opt_state, _, states = outputs
-    params, static = eqx.partition(model, eqx.is_inexact_array)
-    params = jax.tree.map(lambda p: p * jnp.nan, params)
-    return eqx.combine(params, static), opt_state, jnp.float32(jnp.nan), states
+    arrays, _, states = outputs  # the model's and optimiser's arrays (`_split`), the loss, the states
+    poisoned = tuple(a * jnp.nan if eqx.is_inexact_array(a) else a for a in arrays)
+    return poisoned, jnp.float32(jnp.nan), states
 
 
 def _interrupt(outputs):

@@ -72,6 +72,7 @@ from ._sequences import (
     steps_per_epoch,
 )
 from ._shards import FileShares, ShardedStep, file_owners, own_files, shard_plan, share_files
+from ._split import Split, Static
 from ._streaming import StreamedSequences
 from ._thinning import keep_observations, thin_observations
 
@@ -96,6 +97,8 @@ __all__ = [
     "packed_for",
     "run_batch",
     "ShardedStep",
+    "Split",
+    "Static",
     "StreamedSequences",
     "SquaredErrorInUnits",
     "TrainingConfig",

@@ -29,17 +29,18 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 import math
 from collections.abc import Iterable, Iterator
 from typing import final
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..nn import AbstractStatefulSequenceModel
 from ._devices import placement_for
+from ._split import Split
 
 #: The smallest `chunk_length` accepted (shorter chunks spend their time on
 #: per-step overhead).
@@ -111,10 +112,11 @@ def run_batch(model, batch, states, keys, inference):
     return model.batch_run(u, gaps, mask, extra, jax.lax.stop_gradient(states), keys=keys, inference=inference)
 
 
-@eqx.filter_jit
-def predict_batch(model, batch, states=None):
-    """`run_batch` in inference."""
-    return run_batch(model, batch, states, None, True)
+@functools.partial(jax.jit, static_argnums=0)
+def predict_batch(static, arrays, batch, states=None):
+    """`run_batch` in inference, of the model `static.combine(arrays)` (a
+    `Split`, made once per pass over the data: `_split`)."""
+    return run_batch(static.combine(arrays), batch, states, None, True)
 
 
 class AbstractBackprop(abc.ABC):
@@ -140,8 +142,9 @@ class AbstractBackprop(abc.ABC):
         """The carried states a batch's first piece starts from (None: none carried)."""
 
     @abc.abstractmethod
-    def forward(self, model, batch: dict, rows: int, per_step: bool) -> Iterator[tuple[dict, object]]:
-        """(piece, outputs) of the placed `batch` in inference, in time order."""
+    def forward(self, model: Split, batch: dict, rows: int, per_step: bool) -> Iterator[tuple[dict, object]]:
+        """(piece, outputs) of the placed `batch` in inference, in time order,
+        of the model split once (`Split`)."""
 
 
 @final
@@ -164,7 +167,7 @@ class WholeSequences(AbstractBackprop):
         return None
 
     def forward(self, model, batch, rows, per_step):
-        yield batch, predict_batch(model, _inputs(batch))[0]
+        yield batch, predict_batch(model.static, model.arrays, _inputs(batch))[0]
 
 
 @final
@@ -218,9 +221,9 @@ class TruncatedBackprop(AbstractBackprop):
             yield from WholeSequences().forward(model, batch, rows, per_step)
             return
         placement = placement_for(rows)
-        states = zero_states(model, rows)
+        states = zero_states(model.tree, rows)
         for chunk in chunk_batch(batch, self.chunk_length):
-            outputs, states = predict_batch(model, placement.put_batch(_inputs(chunk)), states)
+            outputs, states = predict_batch(model.static, model.arrays, placement.put_batch(_inputs(chunk)), states)
             yield chunk, outputs
 
 

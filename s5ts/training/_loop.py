@@ -14,6 +14,7 @@ data.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import os
@@ -39,6 +40,7 @@ from ._early_stopping import EarlyStopping
 from ._initial import initial_model_and_state
 from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, with_learning_rates
 from ._sequences import SequenceData, batch_rows, iterate_batches, packed_for
+from ._split import Split
 
 # ----- compile time, from JAX's own monitoring events -----
 
@@ -152,15 +154,42 @@ def _update(model, opt_state, grads, learning_rates, optimizer):
     return eqx.apply_updates(model, updates), opt_state
 
 
-@eqx.filter_jit
-def train_step(model, opt_state, batch, states, learning_rates, key, optimizer, loss_fn, mesh=None):
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def train_step(static, optimizer, loss_fn, mesh, arrays, batch, states, learning_rates, key_data):
     """One optimiser step at `learning_rates` on one batch (or one chunk of
     it, continuing from the carried `states`: `_backprop`; None for whole
-    rows); returns (model, opt_state, loss, the states its rows end in).
-    `mesh`: the devices the batch's rows are split over, or None
-    (`_loss_and_grads`)."""
+    rows) of the model and optimiser state `static.combine(arrays)` (a
+    `Split` of `(model, opt_state)`, made once per fit: `_split`), its
+    dropout drawn from the key of raw `key_data` (`jax.random.key_data`;
+    `step_keys`); returns (their arrays after the step, as `arrays`, the
+    loss, the states its rows end in). `mesh`: the devices the batch's rows
+    are split over, or None (`_loss_and_grads`)."""
+    model, opt_state = static.combine(arrays)
+    key = jax.random.wrap_key_data(key_data)
     loss, grads, states = _loss_and_grads(model, batch, states, key, loss_fn, mesh)
-    return *_update(model, opt_state, grads, learning_rates, optimizer), loss, states
+    return static.arrays_of(_update(model, opt_state, grads, learning_rates, optimizer)), loss, states
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _key_chain(key, n: int):
+    """The raw data (`jax.random.key_data`) of the keys of `n` successive
+    `key, step_key = jax.random.split(key)`: (each `key` after its split,
+    each `step_key`), each (n, ...)."""
+
+    def split(key, _):
+        key, step_key = jax.random.split(key)
+        return key, (jax.random.key_data(key), jax.random.key_data(step_key))
+
+    return jax.lax.scan(split, key, length=n)[1]
+
+
+def step_keys(key, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """`_key_chain` on the host, one compiled call for an epoch's `n` steps
+    (a split a step cost a dispatch each): step i's dropout key is
+    `jax.random.wrap_key_data(step_data[i])`, and the key after i + 1 steps
+    `chain[i]`, the same keys as splitting one step at a time."""
+    chain, step_data = jax.device_get(_key_chain(key, int(n)))
+    return chain, step_data
 
 
 @eqx.filter_jit
@@ -181,16 +210,20 @@ def evaluate(model, data: SequenceData, batch_size: int, metric_fn, backprop: Ab
     the forward pass run as `backprop` runs it (whole, or in chunks with
     carried states). Validation and prediction share one compiled forward
     pass (each costs seconds to compile on a CPU; the metric's own program
-    is tiny)."""
-    total, count = 0.0, 0.0
+    is tiny). The batches' sums are read back once, at the end, so that the
+    next batch is prepared while the devices compute."""
     rows = batch_rows(len(data), batch_size)
     data = _forward_only(data)
-    model = placement_for(rows).replicate(model)
-    for _, batch in iterate_batches(data, rows, shuffle=False):
-        for piece, outputs in backprop.forward(model, batch, rows, data.per_step):
-            s, c = _metric(metric_fn, outputs, piece["y"], piece["weights"])
-            total += float(s)
-            count += float(c)
+    model = Split.of(placement_for(rows).replicate(model))
+    sums = [
+        _metric(metric_fn, outputs, piece["y"], piece["weights"])
+        for _, batch in iterate_batches(data, rows, shuffle=False)
+        for piece, outputs in backprop.forward(model, batch, rows, data.per_step)
+    ]
+    total, count = 0.0, 0.0
+    for s, c in jax.device_get(sums):
+        total += float(s)
+        count += float(c)
     return total / count if count > 0 else math.nan
 
 
@@ -217,7 +250,7 @@ def predicted_batches(
     rows = batch_rows(len(data), batch_size)
     data = _forward_only(data)
     lengths = data.lengths
-    model = placement_for(rows).replicate(model)
+    model = Split.of(placement_for(rows).replicate(model))
     for indices, batch in iterate_batches(data, rows, shuffle=False):
         parts = [gather_rows(o) for _, o in backprop.forward(model, batch, rows, data.per_step)]
         outputs = parts[0] if len(parts) == 1 else jax.tree.map(lambda *p: np.concatenate(p, axis=1), *parts)
@@ -434,6 +467,8 @@ def train(
     model, opt_state, best_model = placement.replicate((state.model, state.opt_state, best_model))
     # Rows split over several devices: data parallelism written out (`_loss_and_grads`).
     mesh = None if placement.rows is None or placement.rows.is_fully_replicated else placement.rows.mesh
+    # Split once: the steps take the flat tuple of arrays (`_split`).
+    static, arrays = (split := Split.of((model, opt_state))).static, split.arrays
     step = state.step
     history = list(state.history)
     # `good` is the state after the last epoch that finished with a finite
@@ -467,18 +502,20 @@ def train(
                 for _ in range(passes)
             )
             states = None  # carried from piece to piece, afresh at each batch's first
-            for scale, (first, batch) in zip(scales, backprop.pieces(batches, rows)):
-                key, step_key = jax.random.split(key)
+            chain, step_data = step_keys(key, n_steps)
+            for scale, step_key, (first, batch) in zip(scales, step_data, backprop.pieces(batches, rows)):
                 rates = {"regular": np.float32(config.learning_rate * scale), "ssm": np.float32(ssm_rate * scale)}
                 progress.before_step(batch)
                 states = backprop.initial_states(model, rows) if first else states
-                (model, opt_state, loss, states), seconds = timed(
-                    train_step, model, opt_state, batch, states, rates, step_key, optimizer, loss_fn, mesh
+                (arrays, loss, states), seconds = timed(
+                    train_step, static, optimizer, loss_fn, mesh, arrays, batch, states, rates, step_key
                 )
                 compile_time += seconds
                 progress.after_step()
                 step += 1
                 losses.append(loss)
+            model, opt_state = static.combine(arrays)
+            key = jax.random.wrap_key_data(chain[len(losses) - 1]) if losses else key
             train_loss = float(np.mean(jax.device_get(losses)))
             steps_done = time.perf_counter()
             if not math.isfinite(train_loss):
