@@ -7,7 +7,6 @@ from numbers import Integral, Real
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
@@ -302,7 +301,7 @@ class Forecaster(BaseEstimator):
             )
         level = last_values(record.y)[origin]  # NaN: a column not observed yet, whose forecast is NaN
         n = len(record.times)
-        states = [jnp.broadcast_to(s, (len(seconds), *s.shape)) for s in record.state]
+        states = [np.broadcast_to(np.asarray(s), (len(seconds), *np.shape(s))) for s in record.state]
         if record.carry is not None:  # every origin is the last observation
             spread = np.broadcast_to(record.carry.spread(record.scale.spread), (len(seconds), layout.d))
         else:
@@ -312,7 +311,7 @@ class Forecaster(BaseEstimator):
             sequence = self.network_.network
             after = states_after_each_step(sequence, sequence.init_state(), u, gaps)
             future = origin == n - 1
-            states = [jnp.where(future[:, None], s, a[origin]) for s, a in zip(states, after)]
+            states = [np.where(future[:, None], s, a[origin]) for s, a in zip(states, after)]
         x = None
         if self._meta["x_columns"] is not None:
             x = self._query_x(sid, record, when, seconds, x_frame, has_x)

@@ -138,6 +138,16 @@ def query_nll(outputs, targets, weights):
 # a few compiled shapes)
 
 
+#: The fewest steps (`states_after_each_step`) and queries (`forecast`) an
+#: inference call is padded to, as powers of two above: a panel's short
+#: series and their held-out trials then share one compiled program each
+#: (each new length compiled for 0.2-0.4 s of a cold fit: six query
+#: programs and three state programs for issue 34's panel of 150 series
+#: at 4 and 16 steps; docs/performance.md). Padding costs little: a query
+#: is one step from one state.
+MIN_PADDED = 64
+
+
 @eqx.filter_jit
 def _every_state(network, u, gaps, mask, state):
     return network.states(u, gaps, mask, state=state)
@@ -149,7 +159,7 @@ def _query(model, states, u, gaps, max_lead):
 
 
 def _padded(u, gaps):
-    length = bucket_length(len(gaps))
+    length = bucket_length(len(gaps), min_length=MIN_PADDED)
     u_p, mask = pad_batch([u], length)
     g_p, _ = pad_batch([gaps], length)
     return u_p[0], g_p[0], mask[0]
@@ -160,9 +170,12 @@ def advance(network: SequenceNetwork, state: State, u, gaps) -> State:
     return tuple(s[-1] for s in states_after_each_step(network, state, u, gaps))
 
 
-def states_after_each_step(network: SequenceNetwork, state: State, u, gaps) -> tuple[Complex[Array, "L P"], ...]:
-    """The states after every step from `state`, per block (L, P)."""
-    states = _every_state(network, *_padded(u, gaps), state)
+def states_after_each_step(network: SequenceNetwork, state: State, u, gaps) -> tuple[Complex[np.ndarray, "L P"], ...]:
+    """The states after every step from `state`, per block (L, P), on the
+    host: a series' own length and origins then slice numpy arrays, where
+    device arrays would compile a program per length (hundreds in a
+    panel's fit)."""
+    states = jax.device_get(_every_state(network, *_padded(u, gaps), state))
     return tuple(s[: len(gaps)] for s in states)
 
 
@@ -173,10 +186,10 @@ def forecast(
     (Q, P)): `(mean (Q, d), var (Q, d))`, in the network's (scaled) units;
     `max_lead` as in `MultiHorizonNetwork.query`."""
     Q = len(gaps)
-    rows = bucket_length(Q, min_length=4)
+    rows = bucket_length(Q, min_length=MIN_PADDED)
     pad = rows - Q
     u_p = np.concatenate([u, np.zeros((pad, u.shape[1]), u.dtype)])
     g_p = np.concatenate([gaps, np.zeros(pad, gaps.dtype)])
-    s_p = tuple(jnp.concatenate([s, jnp.zeros((pad, s.shape[1]), s.dtype)]) for s in states)
+    s_p = tuple(np.concatenate([s, np.zeros((pad, s.shape[1]), s.dtype)]) for s in map(np.asarray, states))
     mean, var = _query(model, s_p, u_p, g_p, jnp.asarray(max_lead, jnp.float32))
-    return np.asarray(mean[:Q], np.float64), np.asarray(var[:Q], np.float64)
+    return np.asarray(mean, np.float64)[:Q], np.asarray(var, np.float64)[:Q]
