@@ -301,7 +301,7 @@ class Forecaster(BaseEstimator):
             )
         level = last_values(record.y)[origin]  # NaN: a column not observed yet, whose forecast is NaN
         n = len(record.times)
-        states = [np.broadcast_to(np.asarray(s), (len(seconds), *np.shape(s))) for s in record.state]
+        states = [np.broadcast_to(s, (len(seconds), *s.shape)) for s in map(np.asarray, record.state)]
         if record.carry is not None:  # every origin is the last observation
             spread = np.broadcast_to(record.carry.spread(record.scale.spread), (len(seconds), layout.d))
         else:

@@ -191,5 +191,5 @@ def forecast(
     u_p = np.concatenate([u, np.zeros((pad, u.shape[1]), u.dtype)])
     g_p = np.concatenate([gaps, np.zeros(pad, gaps.dtype)])
     s_p = tuple(np.concatenate([s, np.zeros((pad, s.shape[1]), s.dtype)]) for s in map(np.asarray, states))
-    mean, var = _query(model, s_p, u_p, g_p, jnp.asarray(max_lead, jnp.float32))
+    mean, var = _query(model, s_p, u_p, g_p, np.float32(max_lead))
     return np.asarray(mean, np.float64)[:Q], np.asarray(var, np.float64)[:Q]

@@ -188,8 +188,7 @@ def step_keys(key, n: int) -> tuple[np.ndarray, np.ndarray]:
     (a split a step cost a dispatch each): step i's dropout key is
     `jax.random.wrap_key_data(step_data[i])`, and the key after i + 1 steps
     `chain[i]`, the same keys as splitting one step at a time."""
-    chain, step_data = jax.device_get(_key_chain(key, int(n)))
-    return chain, step_data
+    return jax.device_get(_key_chain(key, int(n)))
 
 
 @eqx.filter_jit
