@@ -31,6 +31,7 @@ from ..nn import (
     block_settings,
     make_blocks,
     make_encoder,
+    n_summaries,
 )
 from ..training import (
     AbstractBackprop,
@@ -507,9 +508,10 @@ class S5Estimator(SequenceEstimator):
 
     _architecture_names = NETWORK_PARAMETERS
 
-    def _make_head(self, n_outputs: int, key):
-        """The head: a linear map from `d_model` to the network's outputs."""
-        return eqx.nn.Linear(self.d_model, n_outputs, key=key)
+    def _make_head(self, n_in: int, n_outputs: int, key):
+        """The head: a linear map from its `n_in` features (`d_model`, and
+        the summary features when read) to the network's outputs."""
+        return eqx.nn.Linear(n_in, n_outputs, key=key)
 
     @property
     def _time_handling(self) -> str:
@@ -536,14 +538,21 @@ class S5Estimator(SequenceEstimator):
             raise ValueError(
                 f"encoder='pendulum_cnn' needs 576 features per step (24x24 pixels), got {n_inputs}"
             )
+        if per_step and self.summary_features:
+            raise ValueError(
+                "summary_features=True is read beside the pooling of a whole series; "
+                "y has a target per step here: set summary_features=False"
+            )
         k_enc, k_proj, k_head, k_blocks = jax.random.split(key, 4)
         blocks = make_blocks(self.n_layers, key=k_blocks, **block_settings(self))
+        n_in = self.d_model + (n_summaries(n_inputs) if self.summary_features else 0)
         return SequenceNetwork(
             make_encoder(self.encoder, n_inputs, key=k_enc),
             blocks,
-            self._make_head(n_outputs, k_head),
+            self._make_head(n_in, n_outputs, k_head),
             n_extra=time_handling_for(self.time_handling).n_extra,
             pooling="none" if per_step else self.pooling,
+            summaries=self.summary_features,
             key=k_proj,
         )
 

@@ -86,6 +86,7 @@ S5_PARAMETERS = (
     _p("dropout", 0.0, Interval(Real, 0, 1, closed="left"), roles=("network", "s5")),
     _p("encoder", "identity", StrOptions(set(ENCODERS)), roles=("network",)),
     _p("pooling", "max", StrOptions(set(POOLS)), roles=("network", "s5")),
+    _p("summary_features", False, "boolean", roles=("network", "s5")),
     _p("time_handling", "gaps", StrOptions(set(TIME_HANDLINGS)), roles=("network", "s5")),
     _p("first_gap", 1.0, _positive(Real), roles=("network",)),
     _p("standardize", "auto", "boolean", StrOptions({"auto", "global", "series"}), roles=("network",)),

@@ -171,7 +171,7 @@ class S5Regressor(SequenceRegressor, S5Estimator):
     def _task(self) -> Regression:
         return Regression(self.loss)
 
-    def _make_head(self, n_outputs, key):
+    def _make_head(self, n_in, n_outputs, key):
         if self.loss == "gaussian_nll":
-            return GaussianHead(self.d_model, n_outputs, self.d_model, key=key)
-        return super()._make_head(n_outputs, key)
+            return GaussianHead(n_in, n_outputs, self.d_model, key=key)
+        return super()._make_head(n_in, n_outputs, key)

@@ -32,7 +32,7 @@ from ._steps import SeriesScale, last_values, observation_steps, query_steps, st
 PARAMETERS = SharedParameters(
     exclude=(
         "bidirectional", "encoder", "pooling", "time_handling", "standardize", "scan", "warm_start",
-        "observation_dropout", "checkpoint_dir", "checkpoint_every", "packing",
+        "observation_dropout", "checkpoint_dir", "checkpoint_every", "packing", "summary_features",
     ),
     max_epochs=200,
     batch_size=8,

@@ -35,6 +35,7 @@ from ._network import POOLINGS, POOLS, GaussianHead, MLPHead, SequenceNetwork, e
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
 from ._selection import SELECTIONS, Fixed, Scaled, Selection, Split, make_selection, selected_steps
 from ._ssm import S5SSM, backward_gaps
+from ._summaries import PER_CHANNEL, PER_SERIES, n_summaries, segment_summaries, sequence_summaries
 
 __all__ = [
     "ACTIVATIONS",
@@ -93,4 +94,9 @@ __all__ = [
     "selected_steps",
     "S5SSM",
     "backward_gaps",
+    "PER_CHANNEL",
+    "PER_SERIES",
+    "n_summaries",
+    "segment_summaries",
+    "sequence_summaries",
 ]

@@ -15,6 +15,7 @@ from jaxtyping import Array, Bool, Complex, Float, Int, Key, PRNGKeyArray
 
 from ._block import S5Block
 from ._model import AbstractPackedSequenceModel, AbstractStatefulSequenceModel
+from ._summaries import segment_summaries, sequence_summaries
 
 
 def elup1(x: Array) -> Array:
@@ -114,6 +115,9 @@ class SequenceNetwork(AbstractStatefulSequenceModel, AbstractPackedSequenceModel
     - `pooling`: `"none"` (an output per step), `"mean"`, `"max"` (each
       feature's largest value over the steps) or `"last"` (one output per
       sequence, padding excluded).
+    - `summaries`: with a pooling, the head reads the pooled features with
+      the series' summary features appended (`s5ts.nn.sequence_summaries`
+      of its inputs and gaps: `d_model + n_summaries(d_in)` features in).
     - `blocks`: a sequence of `S5Block`s (all with the same `d_model`).
     - `dtype`: of the input projection (None: JAX's default float); build
       the encoder, blocks and head with the same one.
@@ -132,6 +136,7 @@ class SequenceNetwork(AbstractStatefulSequenceModel, AbstractPackedSequenceModel
     head: eqx.Module
     n_extra: int = eqx.field(static=True)
     pooling: str = eqx.field(static=True)
+    summaries: bool = eqx.field(static=True)
 
     def __init__(
         self,
@@ -141,11 +146,14 @@ class SequenceNetwork(AbstractStatefulSequenceModel, AbstractPackedSequenceModel
         *,
         n_extra: int = 0,
         pooling: str = "none",
+        summaries: bool = False,
         key: PRNGKeyArray,
         dtype=None,
     ):
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if summaries and pooling == "none":
+            raise ValueError("summaries are read beside a pooling: they need pooling other than 'none'")
         if not blocks:
             raise ValueError("a SequenceNetwork needs at least one S5Block")
         d_model = blocks[0].ssm.d_model
@@ -155,6 +163,7 @@ class SequenceNetwork(AbstractStatefulSequenceModel, AbstractPackedSequenceModel
         self.head = head
         self.n_extra = n_extra
         self.pooling = pooling
+        self.summaries = bool(summaries)
 
     def _project(self, features_k: Float[Array, " F"], extra_k: Float[Array, " E"] | None) -> Float[Array, " H"]:
         """One step's encoder features, with its extra features appended, to H."""
@@ -200,21 +209,31 @@ class SequenceNetwork(AbstractStatefulSequenceModel, AbstractPackedSequenceModel
             last_states.append(block_states if every_step else block_states[-1])
         return h, tuple(last_states)
 
-    def _output(self, h, mask):
+    def _pooled_head(self, pooled, side):
+        """The head on pooled features, the summaries `side` appended when
+        the network reads them."""
+        return self.head(jnp.concatenate([pooled, side]) if self.summaries else pooled)
+
+    def _side(self, u, gaps, mask):
+        """The sequence's summaries when the network reads them, else None."""
+        return sequence_summaries(u, gaps, mask) if self.summaries else None
+
+    def _output(self, h, mask, side):
         if self.pooling == "none":
             return jax.vmap(self.head)(h)
-        return self.head(POOLS[self.pooling](h, mask))
+        return self._pooled_head(POOLS[self.pooling](h, mask), side)
 
-    def _run(self, h, gaps, mask, state, key, inference):
+    def _run(self, h, side, gaps, mask, state, key, inference):
         """(outputs, per block the state after the last real step) of one
-        embedded sequence."""
+        embedded sequence (`side`: its summaries, or None)."""
         h, last_states = self._blocks(h, gaps, mask, state, key, inference)
-        return self._output(h, mask), last_states
+        return self._output(h, mask, side), last_states
 
     def _batch_run(self, u, gaps, mask, extra, state, keys, inference):
         """`_run` over B sequences, the encoder on all B·L steps at once (`batch`)."""
         h, mask = self._embedded(u, mask, extra)
-        return jax.vmap(lambda *row: self._run(*row, inference))(h, gaps, mask, state, keys)
+        side = jax.vmap(self._side)(u, gaps, mask) if self.summaries else None
+        return jax.vmap(lambda *row: self._run(*row, inference))(h, side, gaps, mask, state, keys)
 
     def __call__(
         self,
@@ -227,7 +246,7 @@ class SequenceNetwork(AbstractStatefulSequenceModel, AbstractPackedSequenceModel
         inference: bool = True,
     ) -> Any:
         h, mask = self._embedded(u, mask, extra)
-        return self._run(h, gaps, mask, None, key, inference)[0]
+        return self._run(h, self._side(u, gaps, mask), gaps, mask, None, key, inference)[0]
 
     def batch(
         self,
@@ -275,15 +294,16 @@ class SequenceNetwork(AbstractStatefulSequenceModel, AbstractPackedSequenceModel
             raise ValueError("packed() pools each series: it needs a network with a pooling, not pooling='none'")
         h, mask = self._embedded(u, mask, extra)
 
-        def row(h, gaps, mask, segments, key):
+        def row(u, h, gaps, mask, segments, key):
             previous = jnp.concatenate([jnp.full_like(segments[:1], -1), segments[:-1]])
             reset = mask & (segments != previous)
             h = self._blocks(h, gaps, mask, None, key, inference, reset=reset)[0]
             ids = jnp.where(mask, segments, n_segments)  # padding pooled into a dropped extra segment
             pooled = SEGMENT_POOLS[self.pooling](h, ids, n_segments + 1)[:n_segments]
-            return jax.vmap(self.head)(pooled)
+            side = segment_summaries(u, gaps, ids, n_segments) if self.summaries else None
+            return jax.vmap(self._pooled_head)(pooled, side)
 
-        return jax.vmap(row)(h, gaps, mask, segments, keys)
+        return jax.vmap(row)(u, h, gaps, mask, segments, keys)
 
     def batch_run(
         self,
@@ -371,4 +391,4 @@ class SequenceNetwork(AbstractStatefulSequenceModel, AbstractPackedSequenceModel
         last real step)`, so a long series can be processed in chunks."""
         self._require_per_step("run()")
         h, mask = self._embedded(u, mask, extra)
-        return self._run(h, gaps, mask, self.init_state() if state is None else state, None, True)
+        return self._run(h, None, gaps, mask, self.init_state() if state is None else state, None, True)
