@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import compilations
+from conftest import compilations, float64_module
 from s5ts.forecasting import (
     PRIOR_CHANGES,
     VALIDATION_QUERIES,
@@ -31,7 +31,7 @@ from s5ts.forecasting import (
     query_examples,
     step_carry,
 )
-from s5ts.forecasting._windows import WindowPlan, as_sequences, held_out_start
+from s5ts.forecasting._windows import WindowPlan, as_sequences, held_out_start, query_origins
 from s5ts.nn import S5SSM
 
 FAST = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 3, "random_state": 0}
@@ -399,3 +399,57 @@ def test_input_hold_reaches_the_forecasters_network(random_walk):
     assert all(block.ssm.input_hold == "unit" for block in model.network_.network.blocks)
     with pytest.raises(ValueError, match="input_hold"):
         Forecaster(**FAST, input_hold="held").fit(random_walk)
+
+
+def _networks(query_origins, n_inputs=3, d=2):
+    """The forecaster's network with `query_origins` and without, the same weights (float64)."""
+    full = Forecaster(n_layers=2, d_model=8, state_size=4).build_network(n_inputs, d, None, jax.random.key(0))
+    some = Forecaster(n_layers=2, d_model=8, state_size=4).build_network(n_inputs, d, query_origins, jax.random.key(0))
+    return float64_module(full), float64_module(some)
+
+
+def _held_out_batch(rng, asked_counts, L=32, K=5, n_inputs=3):
+    """Rows of `L` padded steps whose last `asked_counts[i]` real origins have
+    K queries each (positive leads), the others none (zeros), as held-out
+    windows are laid out."""
+    B = len(asked_counts)
+    lengths = rng.integers(max(asked_counts), L + 1, size=B)
+    mask = np.arange(L)[None] < lengths[:, None]
+    u = rng.normal(size=(B, L, n_inputs)) * mask[..., None]
+    gaps = rng.exponential(1.0, size=(B, L)) * mask
+    queries = np.zeros((B, L, K, n_inputs + 1))
+    for i, (n, m) in enumerate(zip(lengths, asked_counts)):
+        queries[i, n - m:n, :, :-1] = rng.normal(size=(m, K, n_inputs))
+        queries[i, n - m:n, :, -1] = rng.exponential(2.0, size=(m, K)) + 1e-3
+    return tuple(map(jnp.asarray, (u, gaps, mask, queries.reshape(B, L, -1))))
+
+
+@pytest.mark.parametrize("counts", [(3, 8, 1, 5), (3, 12, 1, 5)])  # within query_origins=8, and one row beyond it
+def test_validation_computes_the_queries_of_the_asked_origins_alone_and_exactly(x64, counts):
+    """With `query_origins`, inference computes the queries of the origins
+    that have some: equal to every origin's computation there in float64 (a
+    row with more asked origins than `query_origins` falls back to every
+    origin), mean 0 and variance 1 elsewhere; training is unchanged."""
+    full, some = _networks(8)
+    u, gaps, mask, queries = _held_out_batch(np.random.default_rng(0), counts)
+    want_mean, want_var = full.batch(u, gaps, mask, queries)
+    got_mean, got_var = jax.jit(lambda n, *a: n.batch(*a))(some, u, gaps, mask, queries)
+    asked = np.asarray(queries.reshape(*queries.shape[:2], -1, 4)[..., -1] > 0).any(-1)
+    np.testing.assert_allclose(np.asarray(got_mean)[asked], np.asarray(want_mean)[asked], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(got_var)[asked], np.asarray(want_var)[asked], rtol=1e-12, atol=1e-12)
+    if max(counts) <= 8:  # the compact path: the rest is a placeholder without targets
+        assert np.all(np.asarray(got_mean)[~asked] == 0) and np.all(np.asarray(got_var)[~asked] == 1)
+    else:
+        np.testing.assert_allclose(np.asarray(got_mean), np.asarray(want_mean), rtol=1e-12, atol=1e-12)
+    trained = some.batch(u, gaps, mask, queries, inference=False)
+    np.testing.assert_allclose(trained[0], full.batch(u, gaps, mask, queries, inference=False)[0], rtol=1e-12)
+
+
+def test_query_origins_is_the_most_asked_origins_of_a_held_out_window():
+    windows = []
+    for asked in (3, 11, 0):
+        extra = np.zeros((20, 2 * 4))
+        extra[20 - asked:, 3] = 1.0  # the first query's lead
+        windows.append((np.zeros((20, 3)), np.ones(20), extra, np.zeros((20, 2))))
+    assert query_origins(as_sequences(windows), 3) == 16  # 11, as a power of two
+    assert query_origins(None, 3) is None

@@ -59,7 +59,7 @@ from ._network import forecast, query_nll, states_after_each_step
 from ._series import SeriesState, as_frame, frames_panel, split_series, x_rows
 from ._simple import simple_forecast, simple_names, smoother_time
 from ._steps import SeriesScale, StepLayout, last_values, observation_steps, query_steps, standardised
-from ._windows import VALIDATION_QUERIES, WindowPlan, as_sequences, copies_for, held_out_start
+from ._windows import VALIDATION_QUERIES, WindowPlan, as_sequences, copies_for, held_out_start, query_origins
 
 #: The most held-out queries kept to calibrate the intervals of a streamed
 #: fit (a uniform sample beyond it): 2²¹ errors, variances and leads, 48 MiB.
@@ -443,7 +443,8 @@ def fit_forecaster(forecaster, source: Source, horizon) -> dict:
 
     train_data, valid_data = source.training_data(examples, stats.ledger)
     rng, config = np.random.default_rng(seed), TrainingConfig.from_estimator(forecaster)
-    initial = config.initial_state(NetworkSpec.of(forecaster, layout.n_inputs, layout.d), jax.random.key(seed))
+    spec = NetworkSpec.of(forecaster, layout.n_inputs, layout.d, query_origins(valid_data, layout.n_inputs))
+    initial = config.initial_state(spec, jax.random.key(seed))
     key = jax.random.key(int(rng.integers(2**31 - 1)))
     # early stopping on the held-out likelihood: means and intervals
     result = train(initial, train_data, valid_data, query_nll, query_nll, config, rng=rng, key=key, metric_name="nll")

@@ -166,14 +166,16 @@ class Forecaster(BaseEstimator):
             print(fallback_summary(self.fallback_))
         return self
 
-    def build_network(self, n_inputs: int, d: int, key) -> MultiHorizonNetwork:
-        """The network for steps of `n_inputs` features and `d` outputs
-        (built on a copy, inside one compiled program: `NetworkSpec`)."""
+    def build_network(self, n_inputs: int, d: int, query_origins: int | None, key) -> MultiHorizonNetwork:
+        """The network for steps of `n_inputs` features and `d` outputs, its
+        validation computing the queries of at most `query_origins` origins
+        a window (`MultiHorizonNetwork`; None: all) (built on a copy,
+        inside one compiled program: `NetworkSpec`)."""
         k_proj, k_head, k_blocks = jax.random.split(key, 3)
         # causal: no reverse pass
         blocks = make_blocks(self.n_layers, key=k_blocks, **block_settings(self, bidirectional=False, scan="auto"))
         network = SequenceNetwork(IdentityEncoder(n_inputs), blocks, eqx.nn.Identity(), pooling="none", key=k_proj)
-        return MultiHorizonNetwork(network, self.d_model, d, n_inputs, key=k_head)
+        return MultiHorizonNetwork(network, self.d_model, d, n_inputs, query_origins=query_origins, key=k_head)
 
     # ------------------------------------------------------------------
     # forecasts

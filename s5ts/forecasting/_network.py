@@ -66,11 +66,22 @@ class MultiHorizonNetwork(AbstractSequenceModel):
     """**Call:** `net(u (L, n_in), gaps (L,), mask (L,), queries (L, K·(n_in+1)),
     *, key=None, inference=True) -> (mean, var)`, each (L, K·d): the Gaussian
     forecast of each origin's K queries (a query is a step input followed by
-    its lead, as `query_examples` lays them out)."""
+    its lead, as `query_examples` lays them out; an origin without queries
+    has zeros, so a lead of 0).
+
+    `query_origins` (None: off): in inference, `batch` computes the queries
+    of at most this many origins of a row, those with a query (a positive
+    lead), when every row has no more (checked in the program: otherwise
+    every origin, as in training). A held-out window's queries are only
+    from the origins within the horizon of its tail, a quarter of its steps
+    on a panel of short series, so validation then skips most of the
+    query steps. The other origins' outputs are mean 0 and variance 1;
+    they have no target."""
 
     network: SequenceNetwork  # its head is the identity: `head` reads the lead too
     head: LeadHead
     n_inputs: int = eqx.field(static=True)
+    query_origins: int | None = eqx.field(static=True)
 
     def __init__(
         self,
@@ -79,11 +90,13 @@ class MultiHorizonNetwork(AbstractSequenceModel):
         n_outputs: int,
         n_inputs: int,
         *,
+        query_origins: int | None = None,
         key: PRNGKeyArray,
     ):
         self.network = network
         self.head = LeadHead(d_model, n_outputs, key=key)
         self.n_inputs = n_inputs
+        self.query_origins = query_origins
 
     def query(self, state: State, u_q: Float[Array, " D"], lead: Float[Array, ""], max_lead: Float[Array, ""] | float = jnp.inf):
         """The Gaussian forecast `(mean (d,), var (d,))` of one query from the
@@ -109,13 +122,40 @@ class MultiHorizonNetwork(AbstractSequenceModel):
     ) -> tuple[Float[Array, "L Kd"], Float[Array, "L Kd"]]:
         states = self.network.states(u, gaps, mask, key=key, inference=inference)
         L = u.shape[0]
-        steps = queries.reshape(L, -1, self.n_inputs + 1)
-
-        def from_origin(state, steps_k):
-            return jax.vmap(lambda s: self.query(state, s[:-1], s[-1]))(steps_k)
-
-        mean, var = jax.vmap(from_origin)(states, steps)
+        mean, var = jax.vmap(self._from_origin)(states, queries.reshape(L, -1, self.n_inputs + 1))
         return mean.reshape(L, -1), var.reshape(L, -1)
+
+    def _from_origin(self, state, steps_k):
+        """The forecasts (K, d) of one origin's K query steps from its state."""
+        return jax.vmap(lambda s: self.query(state, s[:-1], s[-1]))(steps_k)
+
+    def _some_origins(self, u, gaps, mask, queries, asked):
+        """The call in inference, the queries computed at the first
+        `query_origins` origins `asked` alone (an (L,) mask)."""
+        L = u.shape[0]
+        states = self.network.states(u, gaps, mask)
+        at = jnp.nonzero(asked, size=self.query_origins, fill_value=L)[0]  # L: no origin, dropped below
+        read = jnp.minimum(at, L - 1)
+        steps = queries.reshape(L, -1, self.n_inputs + 1)[read]
+        mean, var = jax.vmap(self._from_origin)(tuple(s[read] for s in states), steps)
+        K, d = mean.shape[1:]
+        mean = jnp.zeros((L, K, d), mean.dtype).at[at].set(mean, mode="drop")
+        var = jnp.ones((L, K, d), var.dtype).at[at].set(var, mode="drop")
+        return mean.reshape(L, -1), var.reshape(L, -1)
+
+    def batch(self, u, gaps, mask, extra=None, *, keys=None, inference=True):
+        """The call on B rows; in inference with `query_origins`, the queries
+        of the origins that have some alone (see the class docstring)."""
+        everything = super().batch
+        if not inference or self.query_origins is None or self.query_origins >= u.shape[1]:
+            return everything(u, gaps, mask, extra, keys=keys, inference=inference)
+        B, L = u.shape[:2]
+        asked = jnp.any(extra.reshape(B, L, -1, self.n_inputs + 1)[..., -1] > 0, axis=-1) & mask
+        return jax.lax.cond(
+            jnp.all(jnp.sum(asked, axis=1) <= self.query_origins),
+            lambda: jax.vmap(self._some_origins)(u, gaps, mask, extra, asked),
+            lambda: everything(u, gaps, mask, extra, keys=keys, inference=True),
+        )
 
 
 def _masked(per_element, targets, weights):

@@ -18,6 +18,7 @@ import dataclasses
 import numpy as np
 from jaxtyping import Float
 
+from ..data import bucket_length
 from ..training import Sequences
 from ._steps import SeriesScale, StepLayout, draw_queries, observation_steps, query_examples
 
@@ -109,6 +110,18 @@ def copies_for(stops, window: int, batch_size: int) -> int:
     `held_out_start`)."""
     windows = sum(len(window_starts(int(s), window)) for s in stops)
     return max(1, -(-MIN_BATCHES_PER_EPOCH * batch_size // windows))
+
+
+def query_origins(held_out, n_inputs: int) -> int | None:
+    """The most origins with a query (a positive lead) in any window of
+    `held_out` (`Sequences` in memory; queries of `n_inputs` features and
+    a lead), as a power of two (at least 8): what validation computes
+    queries for (`MultiHorizonNetwork`'s `query_origins`). None without
+    held-out windows or for windows streamed from files (not read here)."""
+    if not isinstance(held_out, Sequences):
+        return None
+    counts = [np.any(w.reshape(len(w), -1, n_inputs + 1)[..., -1] > 0, axis=1).sum() for w in held_out.extra]
+    return bucket_length(max(max(counts), 1))
 
 
 def as_sequences(windows: list) -> Sequences:
