@@ -15,7 +15,11 @@ The per-series interval scales (`interval_scales`) are scored the same
 way: the forced candidates' intervals are read with every scale 1, and
 each series' scale under another shrinkage is worked out offline from its
 held-out standardised error; `--intervals` prints those rules, with how
-far each panel subject's coverage is from the nominal one.
+far each panel subject's coverage is from the nominal one. Coverage here
+is the Gaussian's (`predict_var`), the forecaster's 95 % intervals; its
+80 % intervals are calibrated on their own held-out quantile and are
+narrower where the errors have heavy tails (`Forecaster.predict_interval`),
+so this tool overstates their coverage.
 
     python3 benchmarks/forecast_fallback.py --seeds 0,1,2 --out /tmp/fallback.pkl
     python3 benchmarks/forecast_fallback.py --score /tmp/fallback.pkl

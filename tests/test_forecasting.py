@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import norm
 
 from conftest import compilations, float64_module
 from s5ts.forecasting import (
@@ -23,7 +24,9 @@ from s5ts.forecasting import (
     calendar_features,
     calibration_factor,
     choose_cycles,
+    coverage_factors,
     draw_queries,
+    interval_ratio,
     last_values,
     lead_calibration,
     local_spreads,
@@ -332,6 +335,84 @@ def test_calibration_factor_uses_the_conformal_order_statistic():
             rank = min(int(np.ceil((n + 1) * c)), n)
             expected.append(z[rank - 1] / quantile)
         assert calibration_factor(errors, var) == pytest.approx(max(expected), rel=1e-12)
+
+
+def test_coverage_factors_read_each_coverage_at_its_own_conformal_quantile():
+    # Each coverage's factor is its own order statistic (a naive sort); the
+    # widest is also at least the RMS factor, and it is `calibration_factor`.
+    rng = np.random.default_rng(6)
+    for n in (3, 19, 40, 333):
+        errors, var = rng.standard_t(3, size=n) * 2.0, rng.uniform(0.5, 2.0, n)
+        z = sorted(abs(e) / np.sqrt(v) for e, v in zip(errors, var))
+        own = [z[min(int(np.ceil((n + 1) * c)), n) - 1] / q
+               for c, q in ((0.8, 1.2815515655446004), (0.95, 1.959963984540054))]
+        expected = [max(own[0], 0.25), max(*own, np.sqrt(np.mean(np.square(z))), 0.25)]
+        np.testing.assert_allclose(coverage_factors(errors, var), expected, rtol=1e-12)
+        assert calibration_factor(errors, var) == coverage_factors(errors, var)[-1]
+    # Heavy tails: the 80 % interval at its own factor covers 80 % of the
+    # errors, not the 85-90 % the widest factor gives it.
+    var = rng.uniform(0.5, 2.0, 20000)
+    heavy = rng.standard_t(3, size=20000) * np.sqrt(var)
+    f80, widest = coverage_factors(heavy, var)
+    z = np.abs(heavy) / np.sqrt(var)
+    assert f80 < widest
+    assert 0.8 <= np.mean(z <= 1.2816 * f80) < 0.805 < 0.85 < np.mean(z <= 1.2816 * widest)
+    np.testing.assert_array_equal(coverage_factors(np.zeros(0), np.zeros(0)), [1.0, 1.0])
+
+
+def test_lead_calibration_keeps_a_factor_per_coverage_that_never_falls_with_the_lead():
+    rng = np.random.default_rng(8)
+    leads = rng.uniform(0, 10, 400)
+    var = rng.uniform(0.5, 2.0, 400)
+    errors = rng.standard_t(3, size=400) * np.sqrt(var) * (1 + leads / 3)
+    calibration = lead_calibration(errors, var, leads)
+    bands = np.array_split(np.argsort(leads, kind="stable"), 4)
+    expected = np.maximum.accumulate([coverage_factors(errors[b], var[b]) for b in bands], axis=0)
+    np.testing.assert_allclose(calibration.coverage_factors, expected, rtol=1e-12)
+    np.testing.assert_array_equal(calibration.factors, expected[:, -1])
+    assert np.all(calibration.coverage_factors[:, 0] <= calibration.factors)
+    band = np.searchsorted(calibration.edges, leads, side="right")
+    np.testing.assert_allclose(calibration.interval_factors(leads),
+                               expected[band] / expected[band][:, -1:], rtol=1e-12)
+    assert LeadCalibration().interval_factors([1.0, 2.0]).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    with pytest.raises(ValueError, match="coverage_factors must have shape"):
+        LeadCalibration(np.zeros(0), np.ones(1), np.ones((2, 2)))
+
+
+def test_interval_ratio_is_linear_between_the_calibrated_coverages():
+    ratios = np.array([[0.6, 1.0], [0.9, 1.0]])
+    for coverage, expected in ((0.5, [0.6, 0.9]), (0.8, [0.6, 0.9]), (0.875, [0.8, 0.95]),
+                               (0.95, [1.0, 1.0]), (0.99, [1.0, 1.0])):
+        np.testing.assert_allclose(interval_ratio(ratios, coverage), expected, rtol=1e-12)
+
+
+def test_each_interval_coverage_is_calibrated_on_its_own_held_out_quantile():
+    # Heavy-tailed noise: the 80 % interval is narrower than the Gaussian's
+    # (its own held-out factor at each lead's band), the 95 % one is the
+    # Gaussian's, between them linear in the coverage; quantiles are the
+    # intervals' ends.
+    rng = np.random.default_rng(3)
+    hours = np.cumsum(rng.exponential(1.0, 300))
+    y = pd.Series(np.sin(hours / 5) + 0.3 * rng.standard_t(3, 300), index=pd.to_timedelta(hours, unit="h"))
+    model = Forecaster(n_layers=1, d_model=8, state_size=4, max_epochs=5, fallback=None, random_state=0).fit(y)
+    leads = pd.to_timedelta([1.0, 5.0, 20.0, 60.0], unit="h")
+    mean, var, _ = model.predict_distribution(leads=leads)
+    sd = np.sqrt(var[:, 0])
+    coverages = [0.5, 0.8, 0.875, 0.95, 0.99]
+    intervals = model.predict_interval(leads=leads, coverage=coverages)[0]
+    ratio = {c: (intervals[(c, "upper")].to_numpy() - mean[:, 0]) / (sd * norm.ppf(0.5 + c / 2)) for c in coverages}
+    model_leads = leads.total_seconds().to_numpy() / model.time_scale_
+    own = model.calibration_.interval_factors(model_leads)[:, 0]
+    assert np.all(own < 1)
+    np.testing.assert_allclose(ratio[0.8], own, rtol=1e-6)
+    np.testing.assert_allclose(ratio[0.5], own, rtol=1e-6)
+    np.testing.assert_allclose(ratio[0.875], (own + 1) / 2, rtol=1e-6)
+    np.testing.assert_allclose(ratio[0.95], 1.0, rtol=1e-6)
+    np.testing.assert_allclose(ratio[0.99], 1.0, rtol=1e-6)
+    np.testing.assert_allclose(mean[:, 0] - intervals[(0.8, "lower")], intervals[(0.8, "upper")] - mean[:, 0])
+    quantiles = model.predict_quantiles(leads=leads, alpha=[0.025, 0.1, 0.9, 0.975])[0]
+    np.testing.assert_allclose(quantiles[0.1], intervals[(0.8, "lower")], rtol=1e-12)
+    np.testing.assert_allclose(quantiles[0.975], intervals[(0.95, "upper")], rtol=1e-12)
 
 
 def test_nan_in_y_is_not_observed():

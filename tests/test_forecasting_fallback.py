@@ -128,6 +128,11 @@ def test_the_widest_of_two_lead_calibrations_is_the_larger_factor_at_every_lead(
     b = LeadCalibration(np.array([2.0]), np.array([1.5, 1.8]))
     leads = np.linspace(0.0, 5.0, 101)
     np.testing.assert_array_equal(a.widest(b)(leads), np.maximum(a(leads), b(leads)))
+    c = LeadCalibration(np.array([2.0]), np.array([1.5, 1.8]), np.array([[0.9, 1.5], [1.7, 1.8]]))
+    widest = a.widest(c)
+    for j in range(2):  # each coverage's factor, as a factor in its own right
+        expected = np.maximum(a(leads) * a.interval_factors(leads)[:, j], c(leads) * c.interval_factors(leads)[:, j])
+        np.testing.assert_array_equal(widest(leads) * widest.interval_factors(leads)[:, j], expected)
 
 
 def test_choose_picks_the_lowest_shrunk_error_and_keeps_s5_on_ties():

@@ -103,20 +103,27 @@ def test_relative_integer_horizon_on_irregular_index_is_a_clear_error(series, fi
         S5Forecaster(**FAST).fit(series, fh=[1])
 
 
-def test_intervals_quantiles_and_variance_are_one_gaussian(fitted):
+def test_intervals_and_quantiles_are_the_forecaster_s_and_variance_the_gaussian(series, fitted):
+    # predict_var and predict_proba are the Gaussian; intervals and quantiles
+    # are the core forecaster's, each coverage calibrated on its own
+    # (tests/test_forecasting.py): at 95 % and above the Gaussian's.
     fh = _relative_timedeltas(LEADS)
     mean = fitted.predict(fh).to_numpy()
     var = fitted.predict_var(fh)["y"].to_numpy()
-    alphas = [0.05, 0.25, 0.5, 0.75, 0.95]
+    alphas = [0.01, 0.025, 0.25, 0.5, 0.75, 0.975]
     quantiles = fitted.predict_quantiles(fh, alpha=alphas)["y"]
-    intervals = fitted.predict_interval(fh, coverage=[0.5, 0.9])["y"]
+    intervals = fitted.predict_interval(fh, coverage=[0.5, 0.95])["y"]
     assert np.all(var > 0)
     np.testing.assert_allclose(quantiles[0.5], mean, rtol=1e-6)
-    np.testing.assert_allclose(quantiles[0.95] - mean, norm.ppf(0.95) * np.sqrt(var), rtol=1e-5)
-    np.testing.assert_allclose(intervals[(0.9, "lower")], quantiles[0.05], rtol=1e-6)
-    np.testing.assert_allclose(intervals[(0.9, "upper")], quantiles[0.95], rtol=1e-6)
-    np.testing.assert_allclose(intervals[(0.5, "lower")], quantiles[0.25], rtol=1e-6)
-    assert np.all(intervals[(0.9, "lower")] < intervals[(0.5, "lower")])
+    np.testing.assert_allclose(quantiles[0.975] - mean, norm.ppf(0.975) * np.sqrt(var), rtol=1e-5)
+    np.testing.assert_allclose(mean - quantiles[0.01], norm.ppf(0.99) * np.sqrt(var), rtol=1e-5)
+    assert np.all(quantiles[0.75] - mean <= norm.ppf(0.75) * np.sqrt(var) * (1 + 1e-6))
+    np.testing.assert_allclose(intervals[(0.95, "lower")], quantiles[0.025], rtol=1e-6)
+    np.testing.assert_allclose(intervals[(0.5, "upper")], quantiles[0.75], rtol=1e-6)
+    assert np.all(np.diff(quantiles.to_numpy(), axis=1) > 0)
+    future = pd.DatetimeIndex(series.index[-1] + pd.to_timedelta(LEADS, unit="s"))
+    core = fitted.forecaster_.predict_quantiles(future, alphas)["y"]
+    np.testing.assert_allclose(quantiles.to_numpy(), core.to_numpy(), rtol=1e-12)
     distribution = fitted.predict_proba(fh)
     np.testing.assert_allclose(distribution.mean()["y"], mean, rtol=1e-6)
     np.testing.assert_allclose(distribution.var()["y"], var, rtol=1e-5)

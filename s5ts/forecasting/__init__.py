@@ -3,7 +3,14 @@ alone: `Forecaster` (the sktime `s5ts.sktime.S5Forecaster` adapts it), its
 step inputs, calendar features and multi-horizon network."""
 
 from ._calendar import Cycle, calendar_features, choose_cycles
-from ._calibration import CALIBRATED_COVERAGES, LeadCalibration, calibration_factor, lead_calibration
+from ._calibration import (
+    CALIBRATED_COVERAGES,
+    LeadCalibration,
+    calibration_factor,
+    coverage_factors,
+    interval_ratio,
+    lead_calibration,
+)
 from ._forecaster import PARAMETERS, Forecaster, gaussian_quantiles
 from ._network import MultiHorizonNetwork, advance, forecast, query_nll, states_after_each_step
 from ._series import SeriesState, split_series
@@ -40,6 +47,8 @@ __all__ = [
     "advance",
     "calendar_features",
     "calibration_factor",
+    "coverage_factors",
+    "interval_ratio",
     "choose_cycles",
     "draw_queries",
     "forecast",

@@ -20,6 +20,7 @@ from ..nn import IdentityEncoder, SequenceNetwork, block_settings, make_blocks
 from ..training import enable_compilation_cache, is_primary
 from ._asked import asked_after, asked_at
 from ._calendar import ORDERS
+from ._calibration import CALIBRATED_COVERAGES, interval_ratio
 from ._fallback import calibration_for, combined, fallback_summary, simple_part
 from ._fitting import FramesSource, ParquetSource, fit_forecaster
 from ._network import MultiHorizonNetwork, advance, forecast, states_after_each_step
@@ -217,6 +218,13 @@ class Forecaster(BaseEstimator):
         variance there (sktime's full in-sample horizons include it). A
         time before the first observation always raises (times asked of
         every series: before any series' first observation)."""
+        mean, var, _, index = self._forecast(times, X, leads, at_first)
+        return mean, var, index
+
+    def _forecast(self, times, X, leads, at_first):
+        """`predict_distribution`'s means, variances and index, and each
+        row's factors for the calibrated coverages as a fraction of its
+        standard deviation (n, n_coverages: `LeadCalibration.interval_factors`)."""
         check_is_fitted(self, "network_")
         if at_first not in ("raise", "nan"):
             raise ValueError(f"at_first must be 'raise' or 'nan', got {at_first!r}")
@@ -232,14 +240,15 @@ class Forecaster(BaseEstimator):
         if X is not None and meta["x_columns"] is not None:
             x_by_id = {sid: f.set_axis(timestamps(f.index)) for sid, f in split_series(as_frame(X, "X"))}
         mean, var = (np.full((len(asked.index), len(meta["y_columns"])), np.nan) for _ in range(2))
+        ratios = np.ones((len(asked.index), len(CALIBRATED_COVERAGES)))
         for sid, (rows, when, seconds) in asked.series.items():
             record = self.series_[sid]
             if asked.shared and sid is not None:
                 self._check_history(sid, record, when, seconds, at_first)
             if len(rows):
                 forecasts = self._series_forecast(sid, record, when, seconds, x_by_id.get(sid), X is not None, at_first)
-                mean[rows], var[rows] = forecasts
-        return mean, var, asked.index
+                mean[rows], var[rows], ratios[rows] = forecasts
+        return mean, var, ratios, asked.index
 
     def predict(self, times=None, X=None, *, leads=None) -> pd.DataFrame:
         """Mean forecasts at `times`, or `leads` after each series' last
@@ -248,24 +257,34 @@ class Forecaster(BaseEstimator):
         mean, _, index = self.predict_distribution(times, X, leads=leads)
         return pd.DataFrame(mean, index=index, columns=self._meta["y_columns"])
 
-    def predict_quantiles(self, times=None, alpha=(0.1, 0.9), X=None, *, leads=None) -> pd.DataFrame:
+    def predict_quantiles(self, times=None, alpha=(0.1, 0.9), X=None, *, leads=None,
+                          at_first: str = "raise") -> pd.DataFrame:
         """Quantiles `alpha` (a float or a list in (0, 1)) of the forecasts
         at `times` (or `leads`, as `predict`): columns (column of `y`, alpha), as sktime's
-        `predict_quantiles`; rows as `predict_distribution`."""
+        `predict_quantiles`; rows and `at_first` as `predict_distribution`.
+        Each is an end of the central interval of coverage |2·alpha − 1|
+        (`predict_interval`)."""
         alpha = _levels(alpha, "alpha")
-        mean, var, index = self.predict_distribution(times, X, leads=leads)
-        values = gaussian_quantiles(mean, var, alpha, self.nonnegative_.to_numpy())
+        mean, var, ratios, index = self._forecast(times, X, leads, at_first)
+        values = gaussian_quantiles(mean, var, alpha, self.nonnegative_.to_numpy(), ratios)
         columns = pd.MultiIndex.from_product([self._meta["y_columns"], alpha])
         return pd.DataFrame(values.reshape(len(index), -1), index=index, columns=columns)
 
-    def predict_interval(self, times=None, coverage=0.9, X=None, *, leads=None) -> pd.DataFrame:
+    def predict_interval(self, times=None, coverage=0.9, X=None, *, leads=None,
+                         at_first: str = "raise") -> pd.DataFrame:
         """Central intervals of `coverage` (a float or a list in (0, 1)) at
         `times` (or `leads`, as `predict`): columns (column of `y`, coverage, "lower"/"upper"), as
-        sktime's `predict_interval`; rows as `predict_distribution`."""
+        sktime's `predict_interval`; rows and `at_first` as `predict_distribution`.
+
+        Each coverage is calibrated on its own held-out quantile: the
+        Gaussian's standard deviation times the factor of
+        `LeadCalibration.interval_factors` (1 at 95 % and above, at most 1
+        at 80 % and below, linear between), so the 80 % interval is not
+        widened by what the 95 % one needs."""
         coverage = _levels(coverage, "coverage")
         alpha = [a for c in coverage for a in (0.5 - c / 2, 0.5 + c / 2)]
-        mean, var, index = self.predict_distribution(times, X, leads=leads)
-        values = gaussian_quantiles(mean, var, alpha, self.nonnegative_.to_numpy())
+        mean, var, ratios, index = self._forecast(times, X, leads, at_first)
+        values = gaussian_quantiles(mean, var, alpha, self.nonnegative_.to_numpy(), ratios)
         columns = pd.MultiIndex.from_product([self._meta["y_columns"], coverage, ["lower", "upper"]])
         return pd.DataFrame(values.reshape(len(index), -1), index=index, columns=columns)
 
@@ -326,12 +345,13 @@ class Forecaster(BaseEstimator):
             at = simple_forecast(simple, record.times, record.y, origin, seconds, tau=fallback.taus[sid],
                                  cycles=layout.cycles)
             mean = combined(method, mean, (at - level) / spread)
-        factor = calibration_for(fallback, method, self.calibration_)(leads)[:, None] * fallback.interval_scale(sid)
+        calibration = calibration_for(fallback, method, self.calibration_)
+        factor = calibration(leads)[:, None] * fallback.interval_scale(sid)
         mean, var = level + spread * mean, var * spread**2 * factor**2
         mean = np.where(self.nonnegative_.to_numpy(), np.maximum(mean, 0.0), mean)
         mean[no_history] = var[no_history] = np.nan
         mean[np.isnan(level)] = var[np.isnan(level)] = np.nan
-        return mean, var
+        return mean, var, calibration.interval_factors(leads)
 
     def _query_x(self, sid, record, when, seconds, x_frame, has_x):
         """Standardised exogenous features at the requested times: from
@@ -431,12 +451,19 @@ class Forecaster(BaseEstimator):
         return SeriesState(times[order], y, xs, record.scale, state)
 
 
-def gaussian_quantiles(mean, var, alpha, nonnegative) -> np.ndarray:
+def gaussian_quantiles(mean, var, alpha, nonnegative, ratios=None) -> np.ndarray:
     """Quantiles `alpha` (A,) of independent Gaussians of `mean` and `var`
     (n, d): (n, d, A); where `nonnegative` (d,) holds, the quantiles of
     max(Y, 0) (a quantity never negative in training is never forecast
-    below zero, nor are its intervals)."""
-    q = np.asarray(mean)[..., None] + np.sqrt(np.asarray(var))[..., None] * norm.ppf(np.asarray(alpha, np.float64))
+    below zero, nor are its intervals). With `ratios` (n, n_coverages:
+    `LeadCalibration.interval_factors`), quantile alpha is the end of the
+    central interval of coverage |2·alpha − 1| calibrated on its own: the
+    standard deviation times `interval_ratio` at that coverage."""
+    alpha = np.asarray(alpha, np.float64)
+    sd = np.sqrt(np.asarray(var))[..., None]
+    if ratios is not None:
+        sd = sd * np.stack([interval_ratio(ratios, abs(2 * a - 1)) for a in alpha], axis=-1)[:, None, :]
+    q = np.asarray(mean)[..., None] + sd * norm.ppf(alpha)
     return np.where(np.asarray(nonnegative)[:, None], np.maximum(q, 0.0), q)
 
 

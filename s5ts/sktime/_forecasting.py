@@ -8,7 +8,7 @@ import pandas as pd
 from sktime.datatypes import update_data
 from sktime.forecasting.base import BaseForecaster
 
-from ..forecasting import PARAMETERS, Forecaster, gaussian_quantiles
+from ..forecasting import PARAMETERS, Forecaster
 
 _INNER_MTYPES = ["pd.DataFrame", "pd-multiindex", "pd_multiindex_hier"]
 _OWN = ("horizon", "calendar", "n_queries", "window_length", "fallback")
@@ -32,8 +32,10 @@ class S5Forecaster(BaseForecaster):
     In-sample times give one-step-ahead forecasts from the history before
     them. A horizon given to `fit` sets the longest lead trained for
     (otherwise the `horizon` parameter, or a quarter of the series' span).
-    `predict_interval`, `predict_quantiles`, `predict_var` and
-    `predict_proba` come from the Gaussian head (marginal per time).
+    `predict_var` and `predict_proba` come from the Gaussian head
+    (marginal per time); `predict_interval` and `predict_quantiles` are
+    its central intervals, each coverage calibrated on its own held-out
+    quantile (`Forecaster.predict_interval`).
 
     `update(y, update_params=False)` runs the new observations through the
     network from the stored state (late observations are merged and the
@@ -219,10 +221,14 @@ class S5Forecaster(BaseForecaster):
         return Normal(mu=mu, sigma=sigma, index=index, columns=columns)
 
     def _predict_quantiles(self, fh, X, alpha):
-        mean, var, index = self._forecast(fh, X)
+        """Each quantile the end of a central interval calibrated at its own
+        coverage (`Forecaster.predict_interval`); `predict_proba` and
+        `predict_var` are the Gaussian, calibrated at its widest."""
+        when = self._horizon_index(fh)
+        values = self.forecaster_.predict_quantiles(when, list(alpha), X, at_first="nan")
+        index = _with_times(values.index, when) if isinstance(when, pd.PeriodIndex) else values.index
         columns = self._get_columns(method="predict_quantiles", alpha=alpha)
-        values = gaussian_quantiles(mean, var, alpha, self.nonnegative_.to_numpy())
-        return pd.DataFrame(values.reshape(len(index), -1), index=index, columns=columns)
+        return pd.DataFrame(values.to_numpy(), index=index, columns=columns)
 
     # ------------------------------------------------------------------
 
