@@ -5,9 +5,12 @@
 # hypothesis already there). Three parts:
 #
 #   tests     the layer's tests on the GPU, where "auto" picks the associative
-#             scan: every scan method and S5SSM against the float64
-#             Python-loop references;
-#   bench     the scan and per-step-gap benchmarks at their default sizes, and
+#             scan: every scan method, S5SSM, its selective steps and resets
+#             against the float64 Python-loop references;
+#   bench     the scan and per-step-gap benchmarks at their default sizes (the
+#             latter with the selective variants beside S5), the associative
+#             scan at P=256 (issue 36: forward+backward at B=32, L=16384,
+#             P=256 in at most 2.5 ms), and
 #             the pendulum S5-against-CRU training speed (the paper's 86x was
 #             a GPU figure; on CPU the shared CNN caps the ratio, see
 #             docs/performance.md);
@@ -15,8 +18,8 @@
 #             side (one process each; the models are far too small to fill
 #             the GPU alone), each writing its own results, merged at the end.
 #
-# A device command may run 10 minutes at most, so run "tests bench" (9
-# minutes at most) and "pendulum" (S5TS_GPU_PENDULUM_SECONDS, default 420)
+# A device command may run 10 minutes at most, so run "tests bench" (its
+# timeouts add up to 580 s) and "pendulum" (S5TS_GPU_PENDULUM_SECONDS, default 420)
 # as two calls while the machine is warm:
 #
 #   S5TS_GPU_PARTS="tests bench" bash benchmarks/gpu_check.sh   # on the GPU machine, from the repository root
@@ -46,14 +49,16 @@ python3 -c "import jax; print(jax.__version__, jax.devices())"
 if wants tests; then
 echo "## 1. layer tests on this backend"
 timeout 150 python3 -m pytest -q -p no:cacheprovider -o addopts="" -m "not slow" \
-    tests/test_scan.py tests/test_ssm.py tests/test_irregular_scan.py tests/test_discretisation.py
+    tests/test_scan.py tests/test_ssm.py tests/test_irregular_scan.py tests/test_discretisation.py \
+    tests/test_selective.py tests/test_resets.py
 fi
 
 if wants bench; then
 echo "## 2. benchmarks"
 if [ "$PRESET" = tiny ]; then quick=--quick; else quick=; fi
-timeout 120 python3 benchmarks/scan_speed.py $quick
+timeout 100 python3 benchmarks/scan_speed.py $quick
 timeout 120 python3 benchmarks/ssm_gaps.py $quick
+if [ -z "$quick" ]; then timeout 60 python3 benchmarks/scan_speed.py --state 256 --no-autodiff --no-forward; fi
 timeout 150 python3 benchmarks/pendulum_speed.py --quick
 fi
 
