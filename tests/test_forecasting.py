@@ -5,6 +5,7 @@ updates with late observations, and bad input."""
 
 import copy
 import math
+import pickle
 
 import jax
 import jax.numpy as jnp
@@ -377,6 +378,20 @@ def test_lead_calibration_keeps_a_factor_per_coverage_that_never_falls_with_the_
     assert LeadCalibration().interval_factors([1.0, 2.0]).tolist() == [[1.0, 1.0], [1.0, 1.0]]
     with pytest.raises(ValueError, match="coverage_factors must have shape"):
         LeadCalibration(np.zeros(0), np.ones(1), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="must not fall from one coverage to the next"):
+        LeadCalibration(np.zeros(0), np.ones(1), np.array([[1.5, 1.0]]))
+    with pytest.raises(ValueError, match="the last coverage's must be `factors`"):
+        LeadCalibration(np.zeros(0), np.ones(1), np.array([[0.5, 0.9]]))
+    with pytest.raises(ValueError, match="factors must be positive"):
+        LeadCalibration(np.zeros(0), np.zeros(1))
+    # Pickled and back; and a calibration pickled before coverage_factors
+    # existed (its state without them) has every coverage at its factors.
+    assert pickle.loads(pickle.dumps(calibration)).interval_factors(leads).tolist() == (
+        calibration.interval_factors(leads).tolist())
+    old = LeadCalibration.__new__(LeadCalibration)
+    old.__setstate__({"edges": calibration.edges, "factors": calibration.factors})
+    np.testing.assert_array_equal(old.interval_factors(leads), np.ones((len(leads), 2)))
+    np.testing.assert_array_equal(old(leads), calibration(leads))
 
 
 def test_interval_ratio_is_linear_between_the_calibrated_coverages():

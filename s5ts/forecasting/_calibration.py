@@ -82,12 +82,29 @@ class LeadCalibration:
     def __post_init__(self):
         if len(self.factors) != len(self.edges) + 1:
             raise ValueError(f"{len(self.edges)} edges need {len(self.edges) + 1} factors, got {len(self.factors)}")
+        if not np.all(np.asarray(self.factors) > 0):
+            raise ValueError(f"factors must be positive, got {self.factors}")
         if self.coverage_factors is None:
-            object.__setattr__(self, "coverage_factors", np.repeat(np.asarray(self.factors, np.float64)[:, None],
-                                                                   len(CALIBRATED_COVERAGES), axis=1))
-        if np.shape(self.coverage_factors) != (len(self.factors), len(CALIBRATED_COVERAGES)):
+            self._every_coverage_at_factors()
+        coverage = np.asarray(self.coverage_factors)
+        if coverage.shape != (len(self.factors), len(CALIBRATED_COVERAGES)):
             raise ValueError(f"coverage_factors must have shape {(len(self.factors), len(CALIBRATED_COVERAGES))}, "
-                             f"got {np.shape(self.coverage_factors)}")
+                             f"got {coverage.shape}")
+        if np.any(np.diff(coverage, axis=1) < 0) or not np.array_equal(coverage[:, -1], self.factors):
+            # Otherwise quantiles could fall with the coverage between two calibrated ones.
+            raise ValueError("coverage_factors must not fall from one coverage to the next, and the last "
+                             f"coverage's must be `factors`; got {coverage.tolist()} for factors {self.factors}")
+
+    def _every_coverage_at_factors(self) -> None:
+        object.__setattr__(self, "coverage_factors", np.repeat(np.asarray(self.factors, np.float64)[:, None],
+                                                               len(CALIBRATED_COVERAGES), axis=1))
+
+    def __setstate__(self, state: dict) -> None:
+        # Unpickling: a calibration pickled before `coverage_factors` existed
+        # had every coverage at `factors`.
+        self.__dict__.update(state)
+        if state.get("coverage_factors") is None:
+            self._every_coverage_at_factors()
 
     def _bands(self, leads):
         return np.searchsorted(self.edges, np.asarray(leads, np.float64), side="right")
