@@ -188,9 +188,7 @@ class S5Forecaster(BaseForecaster):
         # sktime's full in-sample horizons include each series' first time,
         # which has no history to forecast from: NaN there (docs/sktime.md).
         mean, var, index = self.forecaster_.predict_distribution(when, X, at_first="nan")
-        if isinstance(when, pd.PeriodIndex):
-            index = _with_times(index, when)
-        return mean, var, index
+        return mean, var, _with_times(index, when)
 
     def _columns(self):
         return self.forecaster_._meta["y_columns"]
@@ -226,9 +224,8 @@ class S5Forecaster(BaseForecaster):
         `predict_var` are the Gaussian, calibrated at its widest."""
         when = self._horizon_index(fh)
         values = self.forecaster_.predict_quantiles(when, list(alpha), X, at_first="nan")
-        index = _with_times(values.index, when) if isinstance(when, pd.PeriodIndex) else values.index
         columns = self._get_columns(method="predict_quantiles", alpha=alpha)
-        return pd.DataFrame(values.to_numpy(), index=index, columns=columns)
+        return pd.DataFrame(values.to_numpy(), index=_with_times(values.index, when), columns=columns)
 
     # ------------------------------------------------------------------
 
@@ -247,8 +244,11 @@ class S5Forecaster(BaseForecaster):
         return [fast, dict(fast, learning_rate=1e-2, warmup_epochs=0, max_epochs=3, random_state=1)]
 
 
-def _with_times(index: pd.Index, when: pd.PeriodIndex) -> pd.Index:
-    """The forecast index with the requested periods in place of their start times."""
+def _with_times(index: pd.Index, when: pd.Index) -> pd.Index:
+    """The forecast index, with the requested periods in place of their
+    start times where `when` is a `pd.PeriodIndex` (else `index` itself)."""
+    if not isinstance(when, pd.PeriodIndex):
+        return index
     if index.nlevels == 1:
         return when
     times = when[np.tile(np.arange(len(when)), len(index) // len(when))]
