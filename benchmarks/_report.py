@@ -37,12 +37,19 @@ def machine() -> str:
     return f"{cpu_model()}, nproc {os.cpu_count()}, run on {len(os.sched_getaffinity(0))} core(s)"
 
 
+#: Environment variables that change a run's scores (JAX's CPU devices and XLA's flags round differently)
+#: or its seconds (the compilation cache): a command that set them is written with them.
+SETTINGS = ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS", "S5TS_COMPILATION_CACHE")
+
+
 def command_line() -> str:
-    """This run's command, with the `taskset` that pinned it (if any)."""
+    """This run's command, with the `taskset` that pinned it (if any) and
+    the `SETTINGS` it ran under."""
     args = [os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:]
     cores = sorted(os.sched_getaffinity(0))
     pin = f"taskset -c {','.join(map(str, cores))} " if len(cores) < (os.cpu_count() or 0) else ""
-    return pin + "python3 " + " ".join(shlex.quote(a) for a in args)
+    settings = "".join(f"{name}={shlex.quote(os.environ[name])} " for name in SETTINGS if name in os.environ)
+    return settings + pin + "python3 " + " ".join(shlex.quote(a) for a in args)
 
 
 def now() -> str:

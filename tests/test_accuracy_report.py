@@ -64,3 +64,18 @@ def test_the_report_shows_both_halves_and_s5_against_minirocket():
     assert "| **development** (1) | mean rank | 1.00 | 2.00 | 3.00 |" in text
     assert "| s5_gaps | all | 1 | 30 | 10 | 3.0× |" in text
     assert "| UnitTest | dev | acc | **0.900** |" in text and "| GunPoint | con | acc | fail |" in text
+
+
+def test_the_command_carries_the_settings_that_change_scores(monkeypatch):
+    import _report as R
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.delenv("S5TS_COMPILATION_CACHE", raising=False)
+    monkeypatch.delenv("JAX_NUM_CPU_DEVICES", raising=False)
+    plain = R.command_line()
+    assert "JAX_NUM_CPU_DEVICES" not in plain and "python3 " in plain
+    monkeypatch.setenv("JAX_NUM_CPU_DEVICES", "2")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true --flag=1")
+    command = R.command_line()
+    assert command.startswith("JAX_NUM_CPU_DEVICES=2 XLA_FLAGS='--xla_cpu_enable_fast_math=true --flag=1' ")
+    assert command.endswith(plain[plain.index("python3 "):])
