@@ -137,13 +137,16 @@ def _read_string(value: str, time_kind: tuple, name: str):
     if stamp.tzinfo is None:
         if tz is None:
             return stamp
-        try:
-            return stamp.tz_localize(tz, ambiguous="raise", nonexistent="raise")
-        except ValueError as error:
+        # NaT, not pandas' exceptions: pandas 2 raises pytz's, which are no ValueError.
+        local = stamp.tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
+        if local is pd.NaT:
+            skipped = stamp.tz_localize(tz, ambiguous=True, nonexistent="NaT") is pd.NaT
+            why = "the clocks skip it there" if skipped else "it occurs twice there, the clocks going back"
             raise ValueError(
-                f"{name}: {value!r} is not one time in the forecaster's time zone {tz} ({error}): "
+                f"{name}: {value!r} is not one time in the forecaster's time zone {tz} ({why}): "
                 "give it with its UTC offset, e.g. '2024-10-27T02:30+01:00'"
-            ) from None
+            )
+        return local
     if tz is None:
         raise ValueError(
             f"{name}: {value!r} has a UTC offset, but the forecaster was fitted on naive datetimes: give it without one"
