@@ -263,6 +263,31 @@ def test_a_linear_trend_is_extrapolated():
     assert prediction[-1] > y.max()
 
 
+def test_the_longest_lead_trained_on_is_what_the_trained_parts_span():
+    # Training draws leads within the horizon between observations of each series' trained part (before its
+    # held-out tail): a panel of subjects observed over 10-16 hours and asked 40 hours ahead never shows a lead
+    # past the longest trained part, and beyond it the head holds the drift it reached (docs/forecasting.md).
+    rng = np.random.default_rng(11)
+    frames, trained = [], []
+    for sid, hours in enumerate((10.0, 13.0, 16.0)):
+        t = np.sort(rng.uniform(0, hours, 20))
+        frames.append(pd.DataFrame({"id": sid, "time": t, "y": 3 + np.sin(t / 3) + 0.01 * rng.normal(size=20)}))
+        tail = t[-1] - 0.15 * (t[-1] - t[0])  # the held-out tail: the last 15 % of the series' span
+        trained.append(t[t <= tail][-1] - t[0])
+    panel = pd.concat(frames).set_index(["id", "time"])
+    model = Forecaster(**FAST).fit(panel, horizon=40.0)
+    assert model.horizon_ == 40.0
+    assert model.trained_lead_ == pytest.approx(max(trained), rel=1e-12)
+    assert model._max_lead == pytest.approx(max(trained) / model.time_scale_, rel=1e-12)
+    # A horizon within the trained parts is the longest lead itself.
+    assert Forecaster(**FAST).fit(panel, horizon=3.0).trained_lead_ == 3.0
+    # predict reads the cap: past it, the head's drift and lead features no longer move with the lead.
+    past = model.predict_distribution(leads=[30.0, 40.0])[0]
+    uncapped = copy.copy(model)
+    uncapped._max_lead = 40.0 / model.time_scale_
+    assert not np.allclose(uncapped.predict_distribution(leads=[30.0, 40.0])[0], past)
+
+
 def test_calibration_scales_the_variances_by_the_factor_of_each_lead(random_walk):
     model = Forecaster(**FAST).fit(random_walk)
     factors = model.calibration_.factors

@@ -281,13 +281,15 @@ class ParquetSource(Source):
 @dataclasses.dataclass
 class _Statistics:
     """What the statistics pass gathers (see the module docstring): per
-    series `stops`, `spans`, `scales` and `minima` (each column's smallest
-    value, inf if never observed); per chunk `x_moments`, the
+    series `stops`, `spans`, `trained_spans` (from the first observation
+    to the last one trained on, before the held-out tail), `scales` and
+    `minima` (each column's smallest value, inf if never observed); per chunk `x_moments`, the
     exogenous columns' (counts, means, standard deviations), each (1, e)."""
 
     ledger: ChunkLedger = dataclasses.field(default_factory=ChunkLedger)
     stops: list = dataclasses.field(default_factory=list)
     spans: list = dataclasses.field(default_factory=list)
+    trained_spans: list = dataclasses.field(default_factory=list)
     scales: list = dataclasses.field(default_factory=list)
     minima: list = dataclasses.field(default_factory=list)
     x_moments: list = dataclasses.field(default_factory=list)
@@ -302,7 +304,8 @@ class _Statistics:
         """The statistics of every process's share of the files (`parts`), as
         one pass over all of them in file order gathers them."""
         ledger = ChunkLedger.merged([part.ledger for part in parts])
-        series = (ledger.per_series([getattr(part, name) for part in parts]) for name in ("stops", "spans", "scales", "minima"))
+        names = ("stops", "spans", "trained_spans", "scales", "minima")
+        series = (ledger.per_series([getattr(part, name) for part in parts]) for name in names)
         out = cls(ledger, *series, ledger.per_chunk([part.x_moments for part in parts]))
         out.first, out.last = min(part.first for part in parts), max(part.last for part in parts)
         out.any_gap = any(part.any_gap for part in parts)
@@ -348,8 +351,10 @@ def share_statistics(source: Source, validation_fraction: float, files=None) -> 
         stats.time_kind = stats.time_kind or (panel.time_kind, panel.tz)
         _same_kind((panel.time_kind, panel.tz), stats.time_kind, series[0].id)
         for one in series:
-            stats.stops.append(held_out_start(one.times, validation_fraction))
+            stop = held_out_start(one.times, validation_fraction)
+            stats.stops.append(stop)
             stats.spans.append(one.times[-1] - one.times[0])
+            stats.trained_spans.append(one.times[max(stop - 1, 0)] - one.times[0])
             stats.scales.append(SeriesScale.of(one.y, SeriesScale.unknown(one.y.shape[1])))
             stats.minima.append(np.min(np.where(np.isnan(one.y), np.inf, one.y), axis=0))
             if len(one.times) > 1:
@@ -401,8 +406,17 @@ def horizon_seconds(value, spans, time_kind: str, time_scale: float) -> float:
     return float(value)
 
 
+def longest_trained_lead(lead: float, trained_spans) -> float:
+    """The longest lead training draws: the horizon `lead`, or less when no
+    series' trained part (`trained_spans`) spans it. Beyond it the forecast's
+    mean holds what it reached there (`LeadHead`): a drift learnt on short
+    leads is not carried on a straight line to leads no series showed."""
+    longest = max(trained_spans, default=0.0)
+    return float(min(lead, longest)) if longest > 0 else float(lead)
+
+
 def horizon_value(seconds: float, time_kind: str):
-    """The longest lead trained for (`horizon_seconds`) in the units of the
+    """A lead in seconds (`horizon_seconds`) in the units of the
     series' index: a `pd.Timedelta` for datetime and timedelta times, a
     number for numeric ones."""
     return float(seconds) if time_kind == "numeric" else pd.Timedelta(seconds, unit="s")
@@ -457,7 +471,8 @@ def fit_forecaster(forecaster, source: Source, horizon) -> dict:
 
     network = model.network
     init = network.init_state()
-    max_lead = lead / layout.time_scale
+    trained_lead = longest_trained_lead(lead, stats.trained_spans)
+    max_lead = trained_lead / layout.time_scale
     simple = simple_names(layout.cycles) if forecaster.fallback == "auto" and source.keeps_history else ()
     names = candidate_names(simple)
 
@@ -483,7 +498,8 @@ def fit_forecaster(forecaster, source: Source, horizon) -> dict:
     meta = dict(time_kind=time_kind, index_names=source.index_names, y_columns=source.y_columns, x_columns=source.x_columns)
     return dict(
         network_=model, history_=history, time_scale_=layout.time_scale, horizon_=horizon_value(lead, time_kind[0]),
-        _horizon_seconds=lead, cycles_=layout.cycles, calibration_=calibration,
+        trained_lead_=horizon_value(trained_lead, time_kind[0]), _max_lead=max_lead, cycles_=layout.cycles,
+        calibration_=calibration,
         series_={sid: end for _, sid, end, _, _ in ends}, fallback_=fallback.table, nonnegative_=nonnegative,
         _fallback=fallback, _layout=layout, _meta=meta, _default_scale=default_scale, _x_mean=x_mean, _x_std=x_std,
     )

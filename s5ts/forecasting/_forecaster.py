@@ -96,9 +96,12 @@ class Forecaster(BaseEstimator):
 
     **Fitted attributes:** `network_` (a `MultiHorizonNetwork`), `history_` (per-epoch records),
     `time_scale_` (the median gap, in seconds for datetime and timedelta
-    times), `horizon_` (the longest lead trained for, in the index's units:
-    a `pd.Timedelta` for datetime and timedelta times, a number for
-    numeric ones), `cycles_`, `calibration_` (a
+    times), `horizon_` (the horizon the leads were drawn within, in the
+    index's units: a `pd.Timedelta` for datetime and timedelta times, a
+    number for numeric ones), `trained_lead_` (the longest lead training
+    could draw, in the same units: `horizon_`, or less when no series'
+    trained part spans it; beyond it the forecast's mean holds the drift it
+    reached there), `cycles_`, `calibration_` (a
     `LeadCalibration`: the factor on the standard deviations at each lead,
     in model units), `series_` (per series id, a `SeriesState`),
     `fallback_` (a DataFrame, one row per series: the forecast used,
@@ -337,7 +340,7 @@ class Forecaster(BaseEstimator):
         if self._meta["x_columns"] is not None:
             x = self._query_x(sid, record, when, seconds, x_frame, has_x)
         u, leads = query_steps(layout, seconds, x, record.times[origin])
-        mean, var = forecast(self.network_, tuple(states), u, leads, self._horizon_seconds / self.time_scale_)
+        mean, var = forecast(self.network_, tuple(states), u, leads, self._max_lead)
         fallback = self._fallback
         method = fallback.method(sid)
         simple = simple_part(method)
