@@ -263,7 +263,7 @@ def test_a_linear_trend_is_extrapolated():
     assert prediction[-1] > y.max()
 
 
-def test_the_longest_lead_trained_on_is_what_the_trained_parts_span():
+def test_the_longest_lead_trained_on_is_what_the_trained_parts_span(capsys):
     # Training draws leads within the horizon between observations of each series' trained part (before its
     # held-out tail): a panel of subjects observed over 10-16 hours and asked 40 hours ahead never shows a lead
     # past the longest trained part, and beyond it the head holds the drift it reached (docs/forecasting.md).
@@ -275,12 +275,14 @@ def test_the_longest_lead_trained_on_is_what_the_trained_parts_span():
         tail = t[-1] - 0.15 * (t[-1] - t[0])  # the held-out tail: the last 15 % of the series' span
         trained.append(t[t <= tail][-1] - t[0])
     panel = pd.concat(frames).set_index(["id", "time"])
-    model = Forecaster(**FAST).fit(panel, horizon=40.0)
+    model = Forecaster(**FAST, verbose=True).fit(panel, horizon=40.0)
+    assert f"forecasts past {model.trained_lead_} hold the drift" in capsys.readouterr().out
     assert model.horizon_ == 40.0
     assert model.trained_lead_ == pytest.approx(max(trained), rel=1e-12)
     assert model._max_lead == pytest.approx(max(trained) / model.time_scale_, rel=1e-12)
     # A horizon within the trained parts is the longest lead itself.
-    assert Forecaster(**FAST).fit(panel, horizon=3.0).trained_lead_ == 3.0
+    assert Forecaster(**FAST, verbose=True).fit(panel, horizon=3.0).trained_lead_ == 3.0
+    assert "longer than any series' trained part" not in capsys.readouterr().out
     # predict reads the cap: past it, the head's drift and lead features no longer move with the lead.
     past = model.predict_distribution(leads=[30.0, 40.0])[0]
     uncapped = copy.copy(model)

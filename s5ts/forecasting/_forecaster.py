@@ -168,6 +168,9 @@ class Forecaster(BaseEstimator):
             setattr(self, name, value)
         if self.verbose and is_primary():
             print(fallback_summary(self.fallback_))
+            if self.trained_lead_ < self.horizon_:
+                print(f"the horizon {self.horizon_} is longer than any series' trained part: forecasts past "
+                      f"{self.trained_lead_} hold the drift the network reached there")
         return self
 
     def build_network(self, n_inputs: int, d: int, query_origins: int | None, key) -> MultiHorizonNetwork:
