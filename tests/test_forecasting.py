@@ -35,6 +35,8 @@ from s5ts.forecasting import (
     query_examples,
     step_carry,
 )
+from s5ts.forecasting import _fitting as fitting
+from s5ts.forecasting._calibration import held_out_calibration
 from s5ts.forecasting._windows import WindowPlan, as_sequences, held_out_start, query_origins
 from s5ts.nn import S5SSM
 
@@ -263,7 +265,7 @@ def test_a_linear_trend_is_extrapolated():
     assert prediction[-1] > y.max()
 
 
-def test_the_longest_lead_trained_on_is_what_the_trained_parts_span(capsys):
+def test_the_longest_lead_trained_on_is_what_the_trained_parts_span(capsys, monkeypatch):
     # Training draws leads within the horizon between observations of each series' trained part (before its
     # held-out tail): a panel of subjects observed over 10-16 hours and asked 40 hours ahead never shows a lead
     # past the longest trained part, and beyond it the head holds the drift it reached (docs/forecasting.md).
@@ -275,8 +277,20 @@ def test_the_longest_lead_trained_on_is_what_the_trained_parts_span(capsys):
         tail = t[-1] - 0.15 * (t[-1] - t[0])  # the held-out tail: the last 15 % of the series' span
         trained.append(t[t <= tail][-1] - t[0])
     panel = pd.concat(frames).set_index(["id", "time"])
+    judged = []  # the held-out windows early stopping and the calibration read
+
+    def spy(model, data, *args, **kwargs):
+        judged.append(data)
+        return held_out_calibration(model, data, *args, **kwargs)
+
+    monkeypatch.setattr(fitting, "held_out_calibration", spy)
     model = Forecaster(**FAST, verbose=True).fit(panel, horizon=40.0)
     assert f"forecasts past {model.trained_lead_} hold the drift" in capsys.readouterr().out
+    # They are judged at the leads training drew, where `predict` does not cap the head (the tails reach
+    # further: a subject's whole span from its first origin).
+    leads = np.concatenate([w.reshape(len(w), -1, model.network_.n_inputs + 1)[..., -1].ravel()
+                            for w in judged[0].extra])
+    assert 0 < leads.max() <= model._max_lead * (1 + 1e-6)
     assert model.horizon_ == 40.0
     assert model.trained_lead_ == pytest.approx(max(trained), rel=1e-12)
     assert model._max_lead == pytest.approx(max(trained) / model.time_scale_, rel=1e-12)

@@ -445,7 +445,11 @@ def fit_forecaster(forecaster, source: Source, horizon) -> dict:
     seed = agreed_seed(check_random_state(forecaster.random_state).randint(2**31 - 1))
     length = int(forecaster.window_length)
     copies = copies_for(stats.stops, length, forecaster.batch_size)
-    plan = WindowPlan(length, int(forecaster.n_queries), lead, copies, seed)
+    # Training draws no lead beyond the trained lead whatever the bound; the
+    # held-out window's draws stop there too, so early stopping and the
+    # calibration judge forecasts the way `predict` makes them.
+    trained_lead = longest_trained_lead(lead, stats.trained_spans)
+    plan = WindowPlan(length, int(forecaster.n_queries), trained_lead, copies, seed)
 
     def examples(order=None, training=True):
         for series, _ in source.chunks(stats.ledger, order):
@@ -471,7 +475,6 @@ def fit_forecaster(forecaster, source: Source, horizon) -> dict:
 
     network = model.network
     init = network.init_state()
-    trained_lead = longest_trained_lead(lead, stats.trained_spans)
     max_lead = trained_lead / layout.time_scale
     simple = simple_names(layout.cycles) if forecaster.fallback == "auto" and source.keeps_history else ()
     names = candidate_names(simple)
