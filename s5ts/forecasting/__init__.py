@@ -1,5 +1,6 @@
 """Forecasting irregularly sampled series at any future times, on pandas
-alone: `Forecaster` (the sktime `s5ts.sktime.S5Forecaster` adapts it), its
+alone: `Forecaster` (the sktime `s5ts.sktime.S5Forecaster` adapts it),
+`ForecasterEnsemble` (copies of one that differ in their seed), its
 step inputs, calendar features and multi-horizon network."""
 
 from ._calendar import Cycle, calendar_features, choose_cycles
@@ -11,6 +12,7 @@ from ._calibration import (
     interval_ratio,
     lead_calibration,
 )
+from ._ensemble import ForecasterEnsemble
 from ._forecaster import PARAMETERS, Forecaster, gaussian_quantiles
 from ._network import MultiHorizonNetwork, advance, forecast, query_nll, states_after_each_step
 from ._series import SeriesState, split_series
@@ -34,6 +36,7 @@ __all__ = [
     "CALIBRATED_COVERAGES",
     "Cycle",
     "Forecaster",
+    "ForecasterEnsemble",
     "LeadCalibration",
     "MultiHorizonNetwork",
     "PRIOR_CHANGES",
