@@ -33,6 +33,11 @@ like `future`):
   `ForecastingHorizon(future_times, is_relative=False)`. A panel is one
   global model over all subjects (MultiIndex y). `--s5-params JSON`
   overrides parameters for tuning; the default run has none.
+- `s5_ensemble`: `s5ts.forecasting.ForecasterEnsemble` of three
+  `Forecaster`s (the same parameters, `s5`'s overrides included), their
+  seeds drawn from `random_state=seed`, through the pandas API with `s5`'s
+  horizon (the longest lead after the training data's last time) and
+  times. Three fits a task, so it runs only when asked for (`--methods`).
 - `prophet`: Prophet with its defaults (seasonalities on "auto") on the
   irregular time stamps as they are; intervals from its own simulation with
   `interval_width` 0.8 and 0.95 (seeded). Panels: one model per subject.
@@ -233,6 +238,34 @@ def s5(train: pd.DataFrame, future: pd.Index, spec: D.Spec, s5_params: dict) -> 
     out = out[COLUMNS].reindex(future)
     history = getattr(forecaster, "history_", None)  # a documented fitted attribute, if the model keeps it
     out.attrs["info"] = "" if history is None else f"{len(history)} epochs"
+    return out
+
+
+#: Members of `s5_ensemble` (`ForecasterEnsemble`).
+ENSEMBLE_MEMBERS = 3
+
+
+def s5_ensemble(train: pd.DataFrame, future: pd.Index, spec: D.Spec, s5_params: dict) -> pd.DataFrame:
+    """`ForecasterEnsemble` of `ENSEMBLE_MEMBERS` Forecasters, through its
+    pandas API, asked as `s5` asks the sktime adapter: the horizon is the
+    longest lead after the training data's last time, every series at every
+    time, NaN at a series' first time."""
+    from s5ts.forecasting import Forecaster, ForecasterEnsemble
+
+    times = pd.DatetimeIndex(future.get_level_values(-1).unique()).sort_values()
+    horizon = times.max() - train.index.get_level_values(-1).max()
+    params = {"random_state": SEED, **s5_params}
+    seed = params.pop("random_state")
+    model = ForecasterEnsemble(Forecaster(**params), n_members=ENSEMBLE_MEMBERS, random_state=seed)
+    model.fit(train, horizon=horizon)
+    mean, var, index = model.predict_distribution(times, at_first="nan")
+    bounds = model.predict_interval(times, coverage=list(COVERAGES), at_first="nan")["y"]
+    out = pd.DataFrame({"mean": mean[:, 0], "sigma": np.sqrt(var[:, 0])}, index=index)
+    for c in COVERAGES:
+        for side in ("lower", "upper"):
+            out[f"{side}_{round(100 * c)}"] = bounds[(c, side)].to_numpy()
+    out = out[COLUMNS].reindex(future)
+    out.attrs["info"] = "epochs " + "/".join(str(len(m.history_)) for m in model.members_)
     return out
 
 
@@ -498,6 +531,8 @@ METHODS = {
     m.name: m
     for m in [
         Method("s5", "S5Forecaster defaults (random_state=seed), one global model per panel", s5, seeded=True),
+        Method("s5_ensemble", f"ForecasterEnsemble of {ENSEMBLE_MEMBERS} S5 Forecasters with their defaults, seeds drawn"
+               " from random_state=seed (only when asked for)", s5_ensemble, seeded=True),
         Method("prophet", "Prophet defaults on the irregular times; per subject on panels", per_subject(_prophet)),
         Method("auto_ets", "statsforecast AutoETS on the interpolated regular grid; per subject",
                per_subject(_statsforecast("AutoETS"))),
@@ -513,7 +548,7 @@ METHODS = {
         Method("drift", "last observation plus the first-to-last slope times the lead; empirical intervals", drift),
     ]
 }
-DEFAULT_METHODS = [name for name in METHODS if name != "ets"]
+DEFAULT_METHODS = [name for name in METHODS if name not in ("ets", "s5_ensemble")]
 
 
 # --- running and scoring -------------------------------------------------------

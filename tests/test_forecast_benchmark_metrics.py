@@ -189,3 +189,24 @@ def test_replace_section_rewrites_only_between_its_markers():
     twice = replace_section(once + "\nafter\n", "x", "second")
     assert "first" in once and "second" in twice and "first" not in twice
     assert twice.startswith("# Title\n\nintro\n") and twice.rstrip().endswith("after")
+
+
+def test_the_ensemble_method_averages_its_members_on_a_panel_at_the_asked_times():
+    from s5ts.forecasting import Forecaster, ForecasterEnsemble
+
+    panel = _panel()
+    times = panel.index.get_level_values(1)
+    cutoff = times.sort_values()[int(0.7 * len(times))]
+    train, test = D.split(panel, cutoff)
+    tiny = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 2, "random_state": 5}
+    forecast = F.s5_ensemble(train, test.index, None, tiny)
+    assert forecast.index.equals(test.index) and list(forecast.columns) == F.COLUMNS
+    assert forecast.attrs["info"].count("/") == F.ENSEMBLE_MEMBERS - 1
+    assert np.isfinite(forecast.to_numpy()).all()
+    assert (forecast["lower_95"] <= forecast["lower_80"]).all() and (forecast["upper_80"] <= forecast["upper_95"]).all()
+    # The same ensemble through the package's API, read at the test's own (subject, time) rows.
+    horizon = test.index.get_level_values(1).max() - train.index.get_level_values(1).max()
+    params = {k: v for k, v in tiny.items() if k != "random_state"}
+    model = ForecasterEnsemble(Forecaster(**params), n_members=F.ENSEMBLE_MEMBERS, random_state=5)
+    expected = model.fit(train, horizon=horizon).predict(test.index)
+    np.testing.assert_allclose(forecast["mean"], expected["y"], rtol=1e-6)
