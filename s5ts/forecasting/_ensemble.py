@@ -85,8 +85,7 @@ class ForecasterEnsemble(BaseEstimator):
     def predict_distribution(self, times=None, X=None, *, leads=None, at_first: str = "raise"):
         """`(mean (n, d), var (n, d), index)` as `Forecaster.predict_distribution`:
         the mixture of the members' Gaussians (its mean and variance)."""
-        check_is_fitted(self, "members_")
-        parts = [m.predict_distribution(times, X, leads=leads, at_first=at_first) for m in self.members_]
+        parts = [m.predict_distribution(times, X, leads=leads, at_first=at_first) for m in self._members()]
         means = np.stack([p[0] for p in parts])
         variances = np.stack([p[1] for p in parts])
         mean = means.mean(axis=0)
@@ -109,8 +108,7 @@ class ForecasterEnsemble(BaseEstimator):
 
     def update(self, y, X=None) -> "ForecasterEnsemble":
         """`Forecaster.update` on every member; when one raises, none is updated."""
-        check_is_fitted(self, "members_")
-        self.members_ = [copy.copy(m).update(y, X) for m in self.members_]
+        self.members_ = [copy.copy(m).update(y, X) for m in self._members()]
         return self
 
     def _members(self) -> list:
