@@ -259,12 +259,9 @@ def s5_ensemble(train: pd.DataFrame, future: pd.Index, spec: D.Spec, s5_params: 
     model = ForecasterEnsemble(Forecaster(**params), n_members=ENSEMBLE_MEMBERS, random_state=seed)
     model.fit(train, horizon=horizon)
     mean, var, index = model.predict_distribution(times, at_first="nan")
-    bounds = model.predict_interval(times, coverage=list(COVERAGES), at_first="nan")["y"]
-    out = pd.DataFrame({"mean": mean[:, 0], "sigma": np.sqrt(var[:, 0])}, index=index)
-    for c in COVERAGES:
-        for side in ("lower", "upper"):
-            out[f"{side}_{round(100 * c)}"] = bounds[(c, side)].to_numpy()
-    out = out[COLUMNS].reindex(future)
+    intervals = model.predict_interval(times, coverage=list(COVERAGES), at_first="nan")["y"]
+    bounds = {f"{side}_{round(100 * c)}": intervals[(c, side)] for c in COVERAGES for side in ("lower", "upper")}
+    out = frame(index, mean[:, 0], bounds, np.sqrt(var[:, 0])).reindex(future)
     out.attrs["info"] = "epochs " + "/".join(str(len(m.history_)) for m in model.members_)
     return out
 
