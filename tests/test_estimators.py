@@ -372,6 +372,26 @@ def test_early_stopping_keeps_the_best_epoch(monkeypatch, data):
     assert model.model_ is seen[1]
 
 
+def test_auto_validation_holds_out_a_fifth_of_a_regressors_series_from_a_hundred_on():
+    held_out = {}
+    for n in (99, 100):
+        X, y = make_frames(n=n, seed=1)
+        model = S5Regressor(**{**FAST, "validation_fraction": "auto"}, max_epochs=1).fit(X, y)
+        held_out[n] = "valid_mse" in model.history_[0]
+    assert S5Regressor().validation_fraction == "auto"
+    assert held_out == {99: False, 100: True}
+    # A regressor with a hundred series holds out floor(0.2 * 100) of them, as
+    # an explicit fraction of 0.2 does: the same split, the same fit.
+    X, y = make_frames(n=100, seed=1)
+    auto = S5Regressor(**{**FAST, "validation_fraction": "auto"}, max_epochs=2).fit(X, y)
+    fifth = S5Regressor(**{**FAST, "validation_fraction": 0.2}, max_epochs=2).fit(X, y)
+    assert [r["valid_mse"] for r in auto.history_] == [r["valid_mse"] for r in fifth.history_]
+    # A classifier holds out none: the training loss decides.
+    labels = (y > np.median(y)).astype(int)
+    clf = S5Classifier(**{**FAST, "validation_fraction": "auto"}, max_epochs=1).fit(X, labels)
+    assert "valid_loss" not in clf.history_[0]
+
+
 def _patch_train_step(monkeypatch, after, action):
     """Run the real training step, then `action` from the `after`-th call on."""
     original = training.train_step

@@ -47,7 +47,13 @@ def test_borrowed_lists_take_the_tables_constraints():
         for name in shared:
             if cls is CRURegressor and name == "encoder":
                 continue  # CRU's own encoders
+            if cls is Forecaster and name == "validation_fraction":
+                continue  # a share of each series' time span: no "auto" (below)
             assert cls._parameter_constraints[name] == table[name], (cls.__name__, name)
+    forecaster = {"validation_fraction": Forecaster._parameter_constraints["validation_fraction"]}
+    validate_parameter_constraints(forecaster, {"validation_fraction": 0.15}, caller_name="Forecaster")
+    with pytest.raises(ValueError, match="validation_fraction"):
+        validate_parameter_constraints(forecaster, {"validation_fraction": "auto"}, caller_name="Forecaster")
 
 
 def test_every_training_setting_is_a_parameter_of_the_table():

@@ -203,7 +203,10 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         if given_valid is not None or partial:
             train_data, valid_data = data, given_valid
         else:
-            train_data, valid_data = split_validation(data, self.validation_fraction, rng)
+            fraction = self.validation_fraction
+            if fraction == "auto":
+                fraction = task.auto_validation_fraction(len(data))
+            train_data, valid_data = split_validation(data, fraction, rng)
         key = jax.random.key(int(rng.integers(2**31 - 1)))
         try:
             result = train(

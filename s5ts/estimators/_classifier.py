@@ -18,7 +18,8 @@ class S5Classifier(ClassifierMixin, S5Estimator):
     series), with the scikit-learn API.
 
     Inputs, time handling and parameters are those of `S5Regressor` (no
-    `loss`: cross-entropy), plus `class_weight`: None, `"balanced"` (each
+    `loss`: cross-entropy; `validation_fraction="auto"` holds out no
+    series, the training loss decides), plus `class_weight`: None, `"balanced"` (each
     class weighs `n / (n_classes * count)`, as in scikit-learn) or a dict
     {label: weight}; it multiplies `sample_weight` in the loss and in the
     validation loss (`history_`'s `valid_loss`). Labels may be of any type that `numpy.unique`

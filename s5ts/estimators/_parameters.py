@@ -97,7 +97,7 @@ S5_PARAMETERS = (
     _p("weight_decay", 0.0, _at_least(Real, 0)),
     _p("warmup_epochs", 5, _at_least(Integral, 0)),
     _p("grad_clip", 1.0, _positive(Real), None),
-    _p("validation_fraction", 0.0, Interval(Real, 0, 1, closed="left")),
+    _p("validation_fraction", "auto", Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})),
     _p("n_iter_no_change", 20, _at_least(Integral, 1), None),
     _p("tol", 1e-4, _at_least(Real, 0)),
     _p("min_epoch_steps", 20, _at_least(Integral, 1), None, roles=("s5",)),

@@ -119,7 +119,8 @@ class S5Regressor(SequenceRegressor, S5Estimator):
       `learning_rate`, `ssm_learning_rate` (Λ, B̃, log Δ: no weight decay),
       `weight_decay`, `warmup_epochs` (then cosine decay), `grad_clip`,
       `validation_fraction` and `n_iter_no_change` (early stopping on
-      validation MSE, best parameters kept), `min_epoch_steps` (an epoch
+      validation MSE, best parameters kept; "auto": 0.2 of the series
+      from 100 training series on, none below), `min_epoch_steps` (an epoch
       passes over the data until it has made this many optimiser steps;
       None: one pass), `observation_dropout` (each training batch drops
       each observation with this probability, its gap added to the next

@@ -24,6 +24,13 @@ from ..data import RaggedPanel, to_targets
 from ..training import SquaredErrorInUnits, cross_entropy_loss, gaussian_nll_loss, mse_loss
 from ._scaling import pooled_from_moments, weighted_mean_std
 
+#: `validation_fraction="auto"` for regression: this share of the series
+#: held out for early stopping when there are at least
+#: `AUTO_VALIDATION_MIN_SERIES` (none below, and none for classification;
+#: docs/estimators.md, "Early stopping by the size of the panel").
+AUTO_VALIDATION_FRACTION = 0.2
+AUTO_VALIDATION_MIN_SERIES = 100
+
 REGRESSION_LOSSES = {"mse": mse_loss, "gaussian_nll": gaussian_nll_loss}
 
 
@@ -84,6 +91,11 @@ class AbstractTask(abc.ABC):
         """The validation figure (lower is better), as `loss_fn`, for the target state."""
 
     @abc.abstractmethod
+    def auto_validation_fraction(self, n_series: int) -> float:
+        """The share of `n_series` training series that
+        `validation_fraction="auto"` holds out for early stopping."""
+
+    @abc.abstractmethod
     def to_json(self, state) -> dict:
         """The target state as the `"fitted"` entry of a saved file."""
 
@@ -133,6 +145,9 @@ class Regression(AbstractTask):
     def metric(self, state):
         # Model selection compares MSE in the targets' own units.
         return SquaredErrorInUnits(jnp.asarray(state.std, jnp.float32))
+
+    def auto_validation_fraction(self, n_series):
+        return AUTO_VALIDATION_FRACTION if n_series >= AUTO_VALIDATION_MIN_SERIES else 0.0
 
     def to_json(self, state):
         columns = None if state.columns is None else list(state.columns)
@@ -218,6 +233,9 @@ class Classification(AbstractTask):
 
     def metric(self, state):
         return cross_entropy_loss
+
+    def auto_validation_fraction(self, n_series):
+        return 0.0
 
     def to_json(self, state):
         return {"classes": state.tolist()}

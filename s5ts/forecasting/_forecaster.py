@@ -131,6 +131,7 @@ class Forecaster(BaseEstimator):
         "n_queries": [Interval(Integral, 1, None, closed="left")],
         "window_length": [Interval(Integral, 2, None, closed="left")],
         "fallback": [StrOptions({"auto"}), None],
+        "validation_fraction": [Interval(Real, 0, 1, closed="left")],  # of each series' time span: no "auto"
         "id_col": TRAINING_CONSTRAINTS["id_col"],
         "time_col": TRAINING_CONSTRAINTS["time_col"],
     }
