@@ -37,6 +37,7 @@ import argparse
 import statistics
 import time
 
+import _timing  # noqa: F401  (puts the repository on sys.path)
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -81,6 +82,21 @@ def epoch(net, batches):
         jax.block_until_ready(grads)
         total += float(value)
     return total
+
+
+def timed_epochs(net, layouts: dict[str, list], epochs: int) -> tuple[dict, dict]:
+    """(summed loss, seconds of each of `epochs` timed epochs) of each
+    layout's batches: one untimed epoch each first (it compiles every
+    shape), then the timed ones interleaved, so load hits every layout
+    alike."""
+    losses = {name: epoch(net, batches) for name, batches in layouts.items()}
+    seconds = {name: [] for name in layouts}
+    for _ in range(epochs):
+        for name, batches in layouts.items():
+            start = time.perf_counter()
+            epoch(net, batches)
+            seconds[name].append(time.perf_counter() - start)
+    return losses, seconds
 
 
 def fits(names: list[str], seeds: list[int]) -> None:
@@ -135,16 +151,10 @@ def main(argv=None):
     real = int(lengths.sum())
     print(f"PLAID, 30 % dropped: {len(lengths)} series of {lengths.min()}-{lengths.max()} steps, {real} steps; "
           f"packed: {type(packed).__name__}, {packed.rows} rows of {packed.row_length} steps a batch")
-    losses, seconds = {}, {name: [] for name in layouts}
     for name, batches in layouts.items():
         steps = sum(int(np.prod(b["mask"].shape)) for b in batches)
         print(f"{name}: {len(batches)} batches, {steps} steps computed ({steps / real:.2f}x the real ones)")
-        losses[name] = epoch(net, batches)  # compiles every shape
-    for _ in range(args.epochs):  # interleaved, so load hits both alike
-        for name, batches in layouts.items():
-            start = time.perf_counter()
-            epoch(net, batches)
-            seconds[name].append(time.perf_counter() - start)
+    losses, seconds = timed_epochs(net, layouts, args.epochs)
     for name in layouts:
         print(f"{name}: summed loss {losses[name]:.6f}, epoch {statistics.median(seconds[name]):.2f} s "
               f"(runs {', '.join(f'{s:.2f}' for s in seconds[name])})")

@@ -54,7 +54,9 @@ def _series(lengths, seed=0):
 def test_chunks_longer_than_every_series_fit_as_without_chunks():
     """With chunk_length ≥ the longest series every batch is one chunk
     starting from zero states: the same fit, parameter for parameter
-    (observation dropout on: the same random draws)."""
+    (observation dropout on: the same random draws), to float32 rounding:
+    the whole fit cuts its thinned batches short (`cut_batch`), so its sums
+    run over fewer padded steps; chunks keep their planned length."""
     X, y, times = _series((120, 64, 90, 33))
     kw = dict(TINY, max_epochs=3, batch_size=2)
     plain = S5Regressor(**kw).fit(X, y, times=times)
@@ -62,8 +64,10 @@ def test_chunks_longer_than_every_series_fit_as_without_chunks():
     for a, b in zip(
         jax.tree.leaves(eqx.filter(plain.model_, eqx.is_array)), jax.tree.leaves(eqx.filter(chunked.model_, eqx.is_array))
     ):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    assert [r["train_loss"] for r in plain.history_] == [r["train_loss"] for r in chunked.history_]
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        [r["train_loss"] for r in plain.history_], [r["train_loss"] for r in chunked.history_], rtol=1e-5
+    )
 
 
 def test_chunked_fit_of_a_long_series_learns_and_predicts_as_whole():

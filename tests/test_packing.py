@@ -21,6 +21,7 @@ from s5ts.training import (
     TruncatedBackprop,
     WholeSequences,
     cross_entropy_loss,
+    iterate_batches,
     packed_for,
 )
 from s5ts.training._loop import _summed_loss
@@ -165,3 +166,29 @@ def test_estimators_train_on_packed_batches_when_asked(monkeypatch, estimator):
     model = estimator(d_model=8, state_size=4, max_epochs=3, random_state=0, packing=True).fit(X, y)
     assert built == ["PackedSequences"]
     assert np.all(np.isfinite(np.asarray(model.predict(X), dtype=float)))
+
+
+def test_cut_packed_batches_drop_only_padding_and_keep_the_loss():
+    """Thinned packed rows cut short (`cut_batch`): the same draws uncut,
+    the steps cut off are padding, and the summed loss is the same."""
+    data = ragged([300, 20, 250, 40, 280, 10, 260, 30] * 2)
+    model = network(1)
+    packed = packed_for(data, model, 8, WholeSequences(), True)
+    assert isinstance(packed, PackedSequences)
+
+    def batches(cut):
+        return list(iterate_batches(packed, 8, shuffle=True, rng=np.random.default_rng(3), observation_dropout=0.4,
+                                    observation_budget=100, place=False, cut=cut))
+
+    for (i, whole), (j, cut) in zip(batches(False), batches(True)):
+        np.testing.assert_array_equal(i, j)
+        length = cut["mask"].shape[1]
+        assert length < whole["mask"].shape[1]
+        assert not whole["mask"][:, length:].any()
+        for key in ("u", "gaps", "mask", "segments"):
+            np.testing.assert_array_equal(cut[key], whole[key][:, :length])
+        losses = [
+            _summed_loss(model, {k: jnp.asarray(v) for k, v in b.items()}, None, None, cross_entropy_loss)[0]
+            for b in (cut, whole)
+        ]
+        np.testing.assert_allclose(*losses, rtol=1e-5)

@@ -8,7 +8,7 @@ import pytest
 from s5ts import S5Classifier, S5Regressor
 from s5ts.forecasting import Forecaster
 from s5ts.training import Sequences, iterate_batches, padded_batch
-from s5ts.training._thinning import draw_kept, keep_observations, thin_observations
+from s5ts.training._thinning import Thinning, cut_batch, draw_kept, keep_observations, thin_observations
 
 
 def _ragged(per_step: bool, seed: int = 0, n: int = 5):
@@ -103,6 +103,116 @@ def test_training_batches_are_thinned_and_keep_their_shape():
     assert sum(np.asarray(b["mask"]).sum() for _, b in thinned) < sum(np.asarray(b["mask"]).sum() for _, b in plain)
 
 
+@pytest.mark.parametrize("budget", [None, 16, 128])
+@pytest.mark.parametrize("rate", [0.0, 0.1, 0.3, 0.5, 0.9])
+def test_the_kept_bound_holds_what_rows_keep_and_is_a_multiple_of_8(rate, budget):
+    thinning = Thinning(rate, budget)
+    for length in [1, 7, 8, 50, 64, 100, 214, 730, 1344, 5000]:
+        cut = thinning.kept_bound([length])
+        p = max(rate, 1 - budget / length) if budget else rate
+        assert cut <= length
+        assert cut == length or cut % 8 == 0
+        # 5 standard deviations above the mean count kept
+        assert cut >= min(length, (1 - p) * length + 5 * np.sqrt(length * p * (1 - p)))
+    assert Thinning(0.3).kept_bound([730]) < 0.8 * 730
+    assert Thinning(0.3, 128).kept_bound([730]) < 0.3 * 730
+    # a packed row of several series: the sums of their means and variances
+    assert Thinning(0.3, 128).kept_bound([300, 300, 100]) == 8 * np.ceil((128 + 128 + 70 + 5 * np.sqrt(
+        2 * 300 * (1 - 128 / 300) * 128 / 300 + 100 * 0.21)) / 8)
+
+
+def test_a_budget_thins_long_series_to_about_that_many_observations_and_leaves_short_ones():
+    thinning = Thinning(0.3, budget=100)
+    np.testing.assert_allclose(thinning.rates([50, 142, 1000]), [0.3, 0.3, 0.9], atol=0.005)
+    lengths = np.array([50, 1000, 400])
+    mask = np.arange(1000)[None, :] < lengths[:, None]
+    rng = np.random.default_rng(0)
+    counts = np.mean([draw_kept(mask, thinning.rates(lengths)[:, None], rng).sum(axis=1) for _ in range(400)], axis=0)
+    np.testing.assert_allclose(counts, [35, 100, 100], rtol=0.03)
+    with pytest.raises(ValueError, match="observation_dropout"):
+        Thinning(1.0)
+    with pytest.raises(ValueError, match="budget"):
+        Thinning(0.3, 0)
+
+
+def _long(n=24, seed=0, per_step=False):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(150, 400, n)
+    return Sequences(
+        inputs=tuple(rng.normal(size=(m, 2)).astype(np.float32) for m in lengths),
+        gaps=tuple(rng.exponential(1.0, size=m).astype(np.float32) for m in lengths),
+        targets=(
+            tuple(rng.normal(size=(m, 1)).astype(np.float32) for m in lengths)
+            if per_step
+            else rng.integers(0, 3, n).astype(np.int32)
+        ),
+        per_step=per_step,
+    )
+
+
+@pytest.mark.parametrize("budget", [None, 64])
+@pytest.mark.parametrize("per_step", [False, True])
+def test_cut_batches_drop_only_the_padding_left_at_their_end(per_step, budget):
+    """The same draws cut and uncut: the cut batch is the uncut one's first
+    `Thinning.kept_bound` steps, and every step cut off is padding."""
+    data = _long(per_step=per_step)
+    thinning = dict(observation_dropout=0.3, observation_budget=budget)
+    whole = list(iterate_batches(data, 8, shuffle=True, rng=np.random.default_rng(1), **thinning))
+    cut = list(iterate_batches(data, 8, shuffle=True, rng=np.random.default_rng(1), **thinning, cut=True))
+    assert len(whole) == len(cut)
+    shorter = 0
+    for (i, w), (j, c) in zip(whole, cut):
+        np.testing.assert_array_equal(i, j)
+        assert sorted(w) == sorted(c)
+        length = c["mask"].shape[1]
+        # a budget thins series with one target each (`SequenceData._thinned`)
+        bound = Thinning(0.3, None if per_step else budget).kept_bound([w["mask"].shape[1]])
+        assert length in (bound, w["mask"].shape[1])
+        shorter += length < w["mask"].shape[1]
+        assert not w["mask"][:, length:].any()
+        for key in w:
+            if np.ndim(w[key]) >= 2 and w[key].shape[1] == w["mask"].shape[1] and (key not in ("y", "weights") or per_step):
+                np.testing.assert_array_equal(c[key], w[key][:, :length], err_msg=key)
+                assert not np.asarray(w[key])[:, length:].any(), key
+            else:
+                np.testing.assert_array_equal(c[key], w[key], err_msg=key)
+    assert shorter == len(cut)  # every batch of these lengths is cut
+
+
+def test_a_batch_with_a_row_that_kept_more_than_the_cut_stays_whole():
+    data = _long(n=4)
+    batch = padded_batch(data, np.arange(4), 4, 400)
+    kept = np.asarray(batch["mask"]).copy()  # nothing dropped: more than the cut
+    cut = Thinning(0.3).kept_bound([400])
+    assert cut_batch(keep_observations(batch, kept), kept, cut)["mask"].shape == (4, 400)
+    kept[:, 250:] = False
+    assert cut_batch(keep_observations(batch, kept), kept, cut)["mask"].shape == (4, cut)
+
+
+def test_the_network_computes_the_same_loss_and_gradient_on_a_cut_batch():
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    from s5ts.training import cross_entropy_loss
+    from s5ts.training._loop import _summed_loss
+
+    model = S5Classifier(d_model=8, state_size=4, n_layers=2).build_network(2, False, 3, jax.random.key(0))
+    data = _long(n=8)
+    (_, whole), = iterate_batches(data, 8, shuffle=False, rng=np.random.default_rng(2), observation_dropout=0.3)
+    (_, cut), = iterate_batches(data, 8, shuffle=False, rng=np.random.default_rng(2), observation_dropout=0.3, cut=True)
+    assert cut["mask"].shape[1] < whole["mask"].shape[1]
+
+    def loss(model, batch):
+        batch = {k: jnp.asarray(v) for k, v in batch.items()}
+        return _summed_loss(model, batch, None, None, cross_entropy_loss)[0]
+
+    (value, grads), (expected, expected_grads) = (eqx.filter_value_and_grad(loss)(model, b) for b in (cut, whole))
+    np.testing.assert_allclose(value, expected, rtol=1e-5)
+    for got, want in zip(jax.tree.leaves(grads), jax.tree.leaves(expected_grads)):
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-6)
+
+
 def _series(n=48, seed=0):
     rng = np.random.default_rng(seed)
     times = [np.sort(rng.uniform(0, 10, rng.integers(8, 30))) for _ in range(n)]
@@ -147,3 +257,15 @@ def test_auto_thins_only_a_model_that_sees_the_times(time_handling, rate):
         return S5Regressor(**TINY, time_handling=time_handling, observation_dropout=dropout).fit(X, y, times=times)
 
     np.testing.assert_array_equal(fit("auto").predict(X, times=times), fit(rate).predict(X, times=times))
+
+
+@pytest.mark.parametrize("estimator", [S5Regressor, S5Classifier])
+def test_auto_thins_long_series_to_the_budget_and_a_given_rate_does_not(estimator):
+    from s5ts.estimators import AUTO_OBSERVATION_BUDGET
+
+    for time_handling, rate, budget in [("gaps", 0.3, AUTO_OBSERVATION_BUDGET), ("append", 0.3, AUTO_OBSERVATION_BUDGET),
+                                        ("drop", 0.0, None)]:
+        config = estimator(time_handling=time_handling)._config()
+        assert (config.observation_dropout, config.observation_budget) == (rate, budget)
+    config = estimator(observation_dropout=0.3)._config()
+    assert (config.observation_dropout, config.observation_budget) == (0.3, None)

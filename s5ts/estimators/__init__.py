@@ -16,9 +16,10 @@ from ._preprocessing import Preprocessing, learn_preprocessing
 from ._regressor import S5Regressor, SequenceRegressor
 from ._scaling import pooled_from_moments, series_moments
 from ._task import AbstractTask, Classification, Regression
-from ._time_handling import time_handling_for
+from ._time_handling import AUTO_OBSERVATION_BUDGET, time_handling_for
 
 __all__ = [
+    "AUTO_OBSERVATION_BUDGET",
     "AbstractTask",
     "Classification",
     "Parameter",

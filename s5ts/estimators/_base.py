@@ -521,10 +521,7 @@ class S5Estimator(SequenceEstimator):
         return self.time_handling
 
     def _config(self) -> TrainingConfig:
-        rate = self.observation_dropout
-        if rate == "auto":
-            rate = time_handling_for(self.time_handling).auto_observation_dropout
-        return TrainingConfig.from_estimator(self, observation_dropout=rate)
+        return TrainingConfig.from_estimator(self, **time_handling_for(self.time_handling).thinning(self.observation_dropout))
 
     def _check_relations(self) -> None:
         if self.dt_min > self.dt_max:

@@ -18,6 +18,10 @@ from typing import ClassVar, final
 
 import numpy as np
 
+#: `observation_dropout="auto"`: the observations a training batch keeps
+#: of a long series, about (docs/estimators.md, "Observation dropout").
+AUTO_OBSERVATION_BUDGET = 128
+
 
 class AbstractTimeHandling(abc.ABC):
     """What a time handling decides (see the module docstring)."""
@@ -33,6 +37,17 @@ class AbstractTimeHandling(abc.ABC):
     #: for which a thinned series is another sample of the same one; under
     #: "drop" it would only shift the steps (docs/estimators.md).
     auto_observation_dropout: ClassVar[float]
+
+    def thinning(self, observation_dropout: float | str) -> dict:
+        """The training settings (`TrainingConfig`'s `observation_dropout`
+        and `observation_budget`) of an estimator's `observation_dropout`:
+        a rate as given; `"auto"`, `auto_observation_dropout`, and where
+        that thins, series longer than about `AUTO_OBSERVATION_BUDGET`
+        observations thinned further, to about that many."""
+        if observation_dropout != "auto":
+            return {"observation_dropout": observation_dropout, "observation_budget": None}
+        rate = self.auto_observation_dropout
+        return {"observation_dropout": rate, "observation_budget": AUTO_OBSERVATION_BUDGET if rate > 0 else None}
 
     @abc.abstractmethod
     def inputs(self, gaps: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:

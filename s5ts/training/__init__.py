@@ -74,7 +74,7 @@ from ._sequences import (
 from ._shards import FileShares, ShardedStep, file_owners, own_files, shard_plan, share_files
 from ._split import Split, Static
 from ._streaming import StreamedSequences
-from ._thinning import keep_observations, thin_observations
+from ._thinning import Thinning, cut_batch, keep_observations, thin_observations
 
 __all__ = [
     "AbstractBackprop",
@@ -147,6 +147,8 @@ __all__ = [
     "split_validation",
     "steps_per_epoch",
     "thin_observations",
+    "Thinning",
+    "cut_batch",
     "to_default_device",
     "train",
     "train_step",

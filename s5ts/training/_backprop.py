@@ -32,7 +32,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Iterable, Iterator
-from typing import final
+from typing import ClassVar, final
 
 import jax
 import jax.numpy as jnp
@@ -122,6 +122,10 @@ def predict_batch(static, arrays, batch, states=None):
 class AbstractBackprop(abc.ABC):
     """How a batch flows through the network (see the module docstring)."""
 
+    #: Whether a thinned training batch may be cut short (`cut_batch`):
+    #: not where an epoch's steps are planned from the batches' lengths.
+    cuts_thinned: ClassVar[bool]
+
     @abc.abstractmethod
     def check(self, model, per_step: bool) -> None:
         """A `ValueError` when `model` with `per_step` targets cannot be trained this way."""
@@ -152,6 +156,8 @@ class AbstractBackprop(abc.ABC):
 class WholeSequences(AbstractBackprop):
     """One optimiser step per batch, the gradient through every step."""
 
+    cuts_thinned = True
+
     def check(self, model, per_step: bool) -> None:
         pass
 
@@ -176,6 +182,7 @@ class TruncatedBackprop(AbstractBackprop):
     """Chunks of `chunk_length` steps, the state carried from one to the
     next and the gradient stopped there (see the module docstring)."""
 
+    cuts_thinned = False  # an epoch's chunks are counted from the padded lengths
     chunk_length: int
 
     def __post_init__(self):

@@ -283,6 +283,9 @@ class TrainingConfig:
     verbose: bool = False
     min_epoch_steps: int | None = None
     observation_dropout: float = 0.0
+    #: Thin series longer than about this many observations further, to
+    #: about this many (`Thinning`; the estimators' `observation_dropout="auto"`).
+    observation_budget: int | None = None
     checkpoint_dir: str | os.PathLike | None = None
     checkpoint_every: int = 1
     #: Pack training batches end to end (`packed_for`): "auto" where length
@@ -496,7 +499,14 @@ def train(
             losses = []
             batches = itertools.chain.from_iterable(
                 iterate_batches(
-                    train_data, rows, shuffle=True, rng=rng, observation_dropout=config.observation_dropout, place=False
+                    train_data,
+                    rows,
+                    shuffle=True,
+                    rng=rng,
+                    observation_dropout=config.observation_dropout,
+                    observation_budget=config.observation_budget,
+                    place=False,
+                    cut=backprop.cuts_thinned,
                 )
                 for _ in range(passes)
             )

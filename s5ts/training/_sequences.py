@@ -22,7 +22,7 @@ from ..data import assign_buckets, bucket_length, make_batches, pack_rows, pad_b
 from ..nn import AbstractPackedSequenceModel
 from ._backprop import WholeSequences
 from ._devices import placement_for
-from ._thinning import draw_kept, keep_observations
+from ._thinning import Thinning, cut_batch, draw_kept, keep_observations
 
 
 class SequenceData(abc.ABC):
@@ -52,12 +52,15 @@ class SequenceData(abc.ABC):
         *,
         shuffle: bool,
         rng: np.random.Generator | None = None,
-        observation_dropout: float = 0.0,
+        thinning: Thinning = Thinning(),
         place: bool = True,
+        cut: bool = False,
     ) -> Iterator[tuple[np.ndarray, dict]]:
         """(positions, batch) pairs: every series once, in padded batches of
         `rows` rows placed on the devices (`placement_for(rows)`; with
-        `place=False` as numpy, this process's rows of each batch)."""
+        `place=False` as numpy, this process's rows of each batch), thinned
+        as `thinning` says (drawn from `rng`). With `cut`, thinned batches
+        lose the padded steps at their end (`cut_batch`)."""
 
     def batch_lengths(self, rows: int) -> np.ndarray:
         """The padded length of every batch of an epoch, in plan order: per
@@ -79,18 +82,23 @@ class SequenceData(abc.ABC):
         """(n,) the padded length (bucket) of every series."""
         return assign_buckets(self.lengths, plan_buckets(self.lengths, cap=self.cap_length))
 
-    def _thinned(self, batch, row_lengths, rows, length, rate, rng, mine):
+    def _thinned(self, batch, row_lengths, rows, length, thinning, rng, mine, cut=False):
         """`batch`, this process's rows `mine` of a batch of `rows` rows whose
-        first ones hold series of `row_lengths` (0: padding), with each
-        observation dropped with probability `rate` (`observation_dropout`).
-        Drawn over the whole batch's mask, known from the lengths alone, so
-        every process draws the same numbers."""
-        if rate <= 0:
+        first ones hold series of `row_lengths` (0: padding), thinned as
+        `thinning` says, and with `cut` without the padding that leaves at
+        its end (`cut_batch`). Drawn over the whole batch's mask, known from
+        the lengths alone, so every process draws the same numbers and cuts
+        alike. A budget thins only series with one target each: a target
+        per step may depend on every observation before it, and only the
+        rate applies."""
+        thinning = dataclasses.replace(thinning, budget=None) if self.per_step else thinning
+        if not thinning.thins:
             return batch
         full = np.zeros(rows, np.int64)
         full[: len(row_lengths)] = row_lengths
-        kept = draw_kept(np.arange(length)[None, :] < full[:, None], rate, rng)[mine]
-        return keep_observations(batch, kept, per_step=self.per_step, elapsed=self.elapsed)
+        kept = draw_kept(np.arange(length)[None, :] < full[:, None], thinning.rates(full)[:, None], rng)
+        batch = keep_observations(batch, kept[mine], per_step=self.per_step, elapsed=self.elapsed)
+        return cut_batch(batch, kept, thinning.kept_bound([length]), per_step=self.per_step) if cut else batch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,8 +140,9 @@ class Sequences(SequenceData):
         *,
         shuffle: bool,
         rng: np.random.Generator | None = None,
-        observation_dropout: float = 0.0,
+        thinning: Thinning = Thinning(),
         place: bool = True,
+        cut: bool = False,
     ) -> Iterator[tuple[np.ndarray, dict]]:
         placement = placement_for(rows)
         mine = placement.local_rows or slice(0, rows)
@@ -143,7 +152,7 @@ class Sequences(SequenceData):
         for indices in make_batches(lengths, rows, shuffle=shuffle, rng=rng, buckets=buckets):
             length = int(padded[indices[0]])
             batch = padded_batch(self, indices[mine], mine.stop - mine.start, length)
-            batch = self._thinned(batch, lengths[indices], rows, length, observation_dropout, rng, mine)
+            batch = self._thinned(batch, lengths[indices], rows, length, thinning, rng, mine, cut)
             yield indices, placement.put_batch(batch) if place else batch
 
     @property
@@ -237,16 +246,22 @@ def iterate_batches(
     shuffle: bool,
     rng: np.random.Generator | None = None,
     observation_dropout: float = 0.0,
+    observation_budget: int | None = None,
     place: bool = True,
+    cut: bool = False,
 ) -> Iterator[tuple[np.ndarray, dict]]:
-    """`data.iterate_batches`, `observation_dropout` checked: > 0 (training
-    only) drops each observation with that probability, drawn from `rng`
-    (`keep_observations`); the batch keeps its shape, so nothing compiles
-    again. Across processes each pads only its own rows of every batch
+    """`data.iterate_batches`, thinned (training only) by
+    `Thinning(observation_dropout, observation_budget)`, checked: each
+    observation dropped with probability `observation_dropout`, and with a
+    budget, long series further, to about that many observations, drawn
+    from `rng` (`keep_observations`). The batch keeps its shape, so nothing
+    compiles again, unless `cut`: then the steps past
+    `Thinning.kept_bound`, padding after the kept observations moved to the
+    front, are cut off (one shorter shape per length bucket). Across
+    processes each pads only its own rows of every batch
     (`Placement.local_rows`)."""
-    if not 0.0 <= observation_dropout < 1.0:
-        raise ValueError(f"observation_dropout must be in [0, 1), got {observation_dropout!r}")
-    return data.iterate_batches(rows, shuffle=shuffle, rng=rng, observation_dropout=observation_dropout, place=place)
+    thinning = Thinning(observation_dropout, observation_budget)
+    return data.iterate_batches(rows, shuffle=shuffle, rng=rng, thinning=thinning, place=place, cut=cut)
 
 
 def steps_per_epoch(data: SequenceData, rows: int) -> int:
@@ -307,17 +322,25 @@ class PackedSequences(SequenceData):
     def batch_lengths(self, rows: int) -> np.ndarray:
         return np.full(math.ceil(len(self.layout) / self.rows), self.row_length, np.int64)
 
-    def iterate_batches(self, rows, *, shuffle, rng=None, observation_dropout=0.0, place=True):
+    def iterate_batches(self, rows, *, shuffle, rng=None, thinning=Thinning(), place=True, cut=False):
         placement = placement_for(self.rows)
         mine = placement.local_rows or slice(0, self.rows)
         order = rng.permutation(len(self.layout)) if shuffle else np.arange(len(self.layout))
+        lengths = self.lengths
+        # The steps every thinned row of this layout keeps but for a chance
+        # in millions (`Thinning.kept_bound` of its fullest row): one shape.
+        bound = max(thinning.kept_bound(lengths[row]) for row in self.layout) if cut and thinning.thins else None
         for start in range(0, len(order), self.rows):
             group = [self.layout[i] for i in order[start : start + self.rows]]
             batch = self._batch(group)
-            if observation_dropout > 0:
+            if thinning.thins:
                 # drawn over the whole batch, so every process draws the same numbers
-                kept = draw_kept(batch["mask"], observation_dropout, rng, batch["segments"])
+                rates = np.zeros((self.rows, self.row_length))  # each step's series' drop probability
+                for r, row in enumerate(group):
+                    rates[r, : lengths[row].sum()] = np.repeat(thinning.rates(lengths[row]), lengths[row])
+                kept = draw_kept(batch["mask"], rates, rng, batch["segments"])
                 batch = keep_observations(batch, kept, per_step=False, elapsed=self.elapsed)
+                batch = cut_batch(batch, kept, bound) if cut else batch
             batch = {name: value[mine] for name, value in batch.items()}
             yield np.concatenate(group), placement.put_batch(batch) if place else batch
 

@@ -32,6 +32,7 @@ from ._devices import placement_for
 from ._distributed import allgather_objects
 from ._sequences import SequenceData, Sequences, concatenated, padded_batch
 from ._shards import FileShares, shard_plan
+from ._thinning import Thinning
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -106,13 +107,14 @@ class StreamedSequences(SequenceData):
         *,
         shuffle: bool,
         rng: np.random.Generator | None = None,
-        observation_dropout: float = 0.0,
+        thinning: Thinning = Thinning(),
         place: bool = True,
+        cut: bool = False,
     ) -> Iterator[tuple[np.ndarray, dict]]:
         """As `Sequences` batches; across processes (`shares`), the positions
         are those of the whole global batch, -1 at rows of padding."""
         if self.shares is not None:
-            yield from self._sharded_batches(rows, shuffle, rng, observation_dropout, place)
+            yield from self._sharded_batches(rows, shuffle, rng, thinning, place, cut)
             return
         placement = placement_for(rows)
         if placement.local_rows is not None:
@@ -127,7 +129,9 @@ class StreamedSequences(SequenceData):
         def emit(items, length):
             positions = np.array([p for p, _ in items], np.int64)
             batch = padded_batch(concatenated([one for _, one in items]), np.arange(len(items)), rows, length)
-            batch = self._thinned(batch, self.lengths[positions], rows, length, observation_dropout, rng, slice(0, rows))
+            batch = self._thinned(
+                batch, self.lengths[positions], rows, length, thinning, rng, slice(0, rows), cut
+            )
             return positions, placement.put_batch(batch) if place else batch
 
         for positions, data in self.chunks(rng if shuffle else None):
@@ -143,7 +147,7 @@ class StreamedSequences(SequenceData):
             if buffers[length]:
                 yield emit(buffers[length], length)
 
-    def _sharded_batches(self, rows, shuffle, rng, observation_dropout, place):
+    def _sharded_batches(self, rows, shuffle, rng, thinning, place, cut):
         """`iterate_batches` across processes: this process reads its own
         files and pads its block of every step of `shard_plan`, holding the
         series it has read ahead of the others. Thinning is drawn over the
@@ -183,7 +187,7 @@ class StreamedSequences(SequenceData):
             for block, positions in zip(blocks, step.rows):
                 indices[block.start : block.start + len(positions)] = positions
             row_lengths = np.where(indices >= 0, self.lengths[indices], 0)
-            batch = self._thinned(batch, row_lengths, rows, step.length, observation_dropout, rng, blocks[me])
+            batch = self._thinned(batch, row_lengths, rows, step.length, thinning, rng, blocks[me], cut)
             yield indices, placement.put_batch(batch) if place else batch
         if next(stream, None) is not None or arrived:
             raise RuntimeError(f"process {me} read series that no step of the plan holds")

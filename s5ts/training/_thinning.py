@@ -19,6 +19,9 @@ that series' first gap.
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 
 #: The batch arrays with one entry per step (besides `"u"`, `"gaps"`,
@@ -60,10 +63,10 @@ def thin_observations(
 
 
 def draw_kept(
-    mask: np.ndarray, rate: float, rng: np.random.Generator, segments: np.ndarray | None = None
+    mask: np.ndarray, rate: float | np.ndarray, rng: np.random.Generator, segments: np.ndarray | None = None
 ) -> np.ndarray:
     """Which observed steps to keep, (B, L) bool: each with probability
-    1 − `rate`, and at least one (a random one) of every row that has one
+    1 − `rate` (a number, or an array that broadcasts to (B, L)), and at least one (a random one) of every row that has one
     (with `segments` (B, L), of every series of a packed row). Padded steps
     (`mask` False) are never kept."""
     kept = mask & (rng.random(mask.shape) >= rate)
@@ -140,12 +143,85 @@ def keep_observations(
         merged = np.where(expand(first_kept, values), first, merged)
         return np.where(expand(new_mask, values), merged, 0).astype(values.dtype)
 
-    keys = ["u", "gaps", *(k for k in _STEP_KEYS if k in batch)]
-    if per_step:
-        keys += [k for k in _PER_STEP_TARGET_KEYS if k in batch]
     out = dict(batch)
-    for key in keys:
-        values = np.asarray(batch[key])
-        out[key] = merge(values) if key in elapsed else compact(values)
+    for key in _step_keys(batch, per_step):
+        if key != "mask":
+            values = np.asarray(batch[key])
+            out[key] = merge(values) if key in elapsed else compact(values)
     out["mask"] = new_mask
     return out
+
+
+def _step_keys(batch: dict, per_step: bool) -> list[str]:
+    """The keys of `batch` with one entry per step."""
+    keys = ["u", "gaps", "mask", *(k for k in _STEP_KEYS if k in batch)]
+    return keys + [k for k in _PER_STEP_TARGET_KEYS if k in batch] if per_step else keys
+
+
+#: How many standard deviations above its mean a row's count of kept
+#: observations may be before a thinned batch keeps its whole length
+#: (`Thinning.kept_bound`): about one row in three million goes past 5.
+KEPT_MARGIN = 5.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Thinning:
+    """How training batches thin their series (observation dropout): each
+    observation is dropped with probability `rate`, and with a `budget` a
+    series of more than `budget / (1 - rate)` observations is thinned
+    further, to about `budget` of them (the estimators'
+    `observation_dropout="auto"`, docs/estimators.md)."""
+
+    rate: float = 0.0
+    budget: int | None = None
+
+    def __post_init__(self):
+        if not 0.0 <= self.rate < 1.0:
+            raise ValueError(f"observation_dropout must be in [0, 1), got {self.rate!r}")
+        if self.budget is not None and self.budget < 1:
+            raise ValueError(f"the budget of kept observations must be at least 1, got {self.budget!r}")
+
+    @property
+    def thins(self) -> bool:
+        return self.rate > 0 or self.budget is not None
+
+    def rates(self, lengths) -> np.ndarray:
+        """The probability that an observation of a series of each of
+        `lengths` observations is dropped."""
+        lengths = np.asarray(lengths, dtype=np.float64)
+        if self.budget is None:
+            return np.full(lengths.shape, self.rate)
+        return np.maximum(self.rate, 1.0 - self.budget / np.maximum(lengths, 1.0))
+
+    def kept_bound(self, lengths) -> int:
+        """The steps a thinned row holding series of `lengths` observations
+        keeps at most but for a chance in millions: the mean count kept plus
+        `KEPT_MARGIN` standard deviations, rounded up to a multiple of 8, at
+        most the row's length (`cut_batch`). Of a batch's length alone for
+        a length bucket (a row of one series as long as the bucket, the
+        longest row: both grow with the length), so its batches share one
+        shape, one compiled training step.
+
+        >>> Thinning(0.3).kept_bound([730]), Thinning(0.3).kept_bound([64]), Thinning(0.0).kept_bound([730])
+        (576, 64, 730)
+        >>> Thinning(0.3, budget=128).kept_bound([730]), Thinning(0.3, budget=128).kept_bound([100])
+        (184, 96)
+        """
+        lengths = np.asarray(lengths, dtype=np.float64)
+        rates = self.rates(lengths)
+        mean = float(np.sum((1.0 - rates) * lengths))
+        spread = KEPT_MARGIN * math.sqrt(float(np.sum(lengths * rates * (1.0 - rates))))
+        return min(int(lengths.sum()), 8 * math.ceil((mean + spread) / 8))
+
+
+def cut_batch(batch: dict[str, np.ndarray], kept: np.ndarray, cut: int, *, per_step: bool = False) -> dict:
+    """A batch thinned by `keep_observations` without its steps past `cut`
+    (`Thinning.kept_bound`), which after the kept observations moved to
+    the front hold padding alone: the network's scans and dots run over
+    fewer steps and compute the same. `kept` (B, L) bool: the steps kept in
+    the whole batch (over every process's rows, so every process cuts
+    alike). A batch with a row that kept more than `cut` is returned whole."""
+    length = kept.shape[1]
+    if cut >= length or int(kept.sum(axis=1).max(initial=0)) > cut:
+        return batch
+    return {**batch, **{key: np.asarray(batch[key])[:, :cut] for key in _step_keys(batch, per_step)}}
