@@ -15,11 +15,13 @@ from conftest import compilations
 from s5ts import S5Classifier, S5Regressor
 from s5ts.baselines import CRURegressor, DSSRegressor
 from s5ts.data import bucket_length, plan_buckets
+from s5ts.estimators import AUTO_OBSERVATION_BUDGET
 from s5ts.nn import IdentityEncoder, S5Block, SequenceNetwork
 from s5ts.training import (
     EarlyStopping,
     NetworkSpec,
     Sequences,
+    Thinning,
     TrainingConfig,
     TrainingState,
     batch_rows,
@@ -64,9 +66,14 @@ def test_lengths_5_to_5000_compile_one_step_per_bucket():
     # would add 4 * 3976: the plan keeps two buckets.
     buckets = plan_buckets(lengths)
     assert buckets.tolist() == [1024, 5000]
-    compiles = count_train_step_compilations(X, y, packing=False, **BUCKET_FIT)
+    compiles = count_train_step_compilations(X, y, packing=False, observation_dropout=0.0, **BUCKET_FIT)
     assert compiles == len(buckets)  # not one per distinct length (10)
     assert compiles <= math.log2(max(lengths) / min(lengths)) + 2
+    # observation_dropout="auto" thins both buckets' long series to about
+    # 128 observations and cuts their batches at one length: one shape
+    auto = Thinning(0.3, AUTO_OBSERVATION_BUDGET)
+    assert auto.kept_bound([1024]) == auto.kept_bound([5000])
+    assert count_train_step_compilations(X, y, packing=False, **BUCKET_FIT) == 1
     # packed end to end instead (the default here: the buckets pad a lot), one shape
     assert count_train_step_compilations(X, y, **BUCKET_FIT) == 1
 
