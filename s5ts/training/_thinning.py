@@ -66,8 +66,9 @@ def draw_kept(
     mask: np.ndarray, rate: float | np.ndarray, rng: np.random.Generator, segments: np.ndarray | None = None
 ) -> np.ndarray:
     """Which observed steps to keep, (B, L) bool: each with probability
-    1 − `rate` (a number, or an array that broadcasts to (B, L)), and at least one (a random one) of every row that has one
-    (with `segments` (B, L), of every series of a packed row). Padded steps
+    1 − `rate` (a number, or an array that broadcasts to (B, L)), and at
+    least one (a random one) of every row that has one (with `segments`
+    (B, L), of every series of a packed row). Padded steps
     (`mask` False) are never kept."""
     kept = mask & (rng.random(mask.shape) >= rate)
     groups = np.arange(mask.shape[0])[:, None] if segments is None else _series_of(segments, mask)
@@ -197,10 +198,10 @@ class Thinning:
         """The steps a thinned row holding series of `lengths` observations
         keeps at most but for a chance in millions: the mean count kept plus
         `KEPT_MARGIN` standard deviations, rounded up to a multiple of 8, at
-        most the row's length (`cut_batch`). Of a batch's length alone for
-        a length bucket (a row of one series as long as the bucket, the
-        longest row: both grow with the length), so its batches share one
-        shape, one compiled training step.
+        most the row's length (`cut_batch`). For a length bucket, the bound
+        of one series as long as the bucket holds for every row of it (the
+        mean and the spread both grow with the length), so its batches share
+        one shape, one compiled training step.
 
         >>> Thinning(0.3).kept_bound([730]), Thinning(0.3).kept_bound([64]), Thinning(0.0).kept_bound([730])
         (576, 64, 730)
