@@ -269,3 +269,192 @@ def test_auto_thins_long_series_to_the_budget_and_a_given_rate_does_not(estimato
         assert (config.observation_dropout, config.observation_budget) == (rate, budget)
     config = estimator(observation_dropout=0.3)._config()
     assert (config.observation_dropout, config.observation_budget) == (0.3, None)
+
+
+# ----- predictions of series the budget thins: the mean over thinned copies -----
+
+BUDGET = Thinning(0.3, budget=128)  # thins series of more than 128 / 0.7 = 182.9 observations past the rate
+
+
+def _mixed(n=10, seed=0, per_step=False):
+    """Series of 130–180 observations (not thinned past the rate by
+    `BUDGET`) and of 190–250 (thinned): one length bucket (256), so
+    batches mix the two."""
+    rng = np.random.default_rng(seed)
+    lengths = np.where(np.arange(n) % 2 == 0, rng.integers(130, 180, n), rng.integers(190, 250, n))
+    return Sequences(
+        inputs=tuple(rng.normal(size=(m, 2)).astype(np.float32) for m in lengths),
+        gaps=tuple(rng.exponential(1.0, size=m).astype(np.float32) for m in lengths),
+        targets=tuple(rng.normal(size=(m, 1)).astype(np.float32) for m in lengths) if per_step else None,
+        per_step=per_step,
+    )
+
+
+def test_the_budget_thins_past_the_rate_only_series_longer_than_budget_over_one_minus_rate():
+    lengths = [0, 1, 100, 182, 183, 200, 5000]
+    np.testing.assert_array_equal(BUDGET.past_rate(lengths), [False, False, False, False, True, True, True])
+    assert not Thinning(0.3).past_rate(lengths).any()
+    assert not Thinning(0.0).past_rate(lengths).any()
+
+
+def test_copies_keep_short_series_whole_and_long_ones_at_the_training_rates():
+    from s5ts.training import PREDICTION_COPIES, copies_kept
+
+    data = _mixed()
+    batch = padded_batch(data, np.arange(10), 12, 256)
+    kept = copies_kept(batch, BUDGET)
+    assert kept.shape == (PREDICTION_COPIES, 12, 256)
+    assert not (kept & ~batch["mask"][None]).any()  # never padding
+    for row, length in enumerate(data.lengths):
+        counts = kept[:, row].sum(axis=1)
+        if row % 2 == 0:  # not thinned past the rate: every copy is the whole series
+            assert (counts == length).all()
+        else:
+            assert (counts >= 1).all()
+            # each copy keeps each observation with probability 128 / length
+            spread = np.sqrt(128 * (1 - 128 / length) / PREDICTION_COPIES)
+            assert abs(counts.mean() - 128) < 5 * spread
+            assert len({tuple(np.flatnonzero(k)) for k in kept[:, row]}) == PREDICTION_COPIES
+    # over many long series, each observation is kept with the training's probability
+    many = padded_batch(_long(n=200, seed=3), np.arange(200), 200, 512)
+    lengths = many["mask"].sum(axis=1)
+    thinned = BUDGET.past_rate(lengths)
+    share = copies_kept(many, BUDGET).sum(axis=(0, 2)) / (PREDICTION_COPIES * lengths)
+    np.testing.assert_allclose(np.mean(share[thinned]), np.mean(128 / lengths[thinned]), rtol=0.02)
+
+
+def test_a_series_copies_depend_on_its_values_alone():
+    from s5ts.training import copies_kept
+
+    data = _mixed()
+    first = copies_kept(padded_batch(data, np.arange(10), 10, 256), BUDGET)
+    # the same series in another row, with another neighbour and padding
+    again = copies_kept(padded_batch(data, np.array([3, 1]), 4, 512), BUDGET)
+    for row, series in enumerate([3, 1]):
+        np.testing.assert_array_equal(again[:, row, :256], first[:, series])
+        assert not again[:, row, 256:].any()
+    assert not np.array_equal(first[:, 1, :190], first[:, 3, :190])
+
+
+def _naive_outputs(model, data, i):
+    """Series `i`'s outputs, float64: whole if the budget does not thin it
+    past the rate, else the mean over its copies, each run as a series of
+    its own (`keep_observations` on a batch of that series alone)."""
+    from s5ts.training import copies_kept, predict_outputs
+
+    length = int(data.lengths[i])
+    if not BUDGET.past_rate([length])[0]:
+        return np.asarray(predict_outputs(model, data.subset([i]), 1)[0], np.float64)
+    batch = padded_batch(data, np.array([i]), 1, length)
+    outputs = []
+    for kept in copies_kept(batch, BUDGET):
+        thin = keep_observations(batch, kept, elapsed=("gaps",))
+        n = int(thin["mask"][0].sum())
+        copy = Sequences(inputs=(thin["u"][0, :n],), gaps=(thin["gaps"][0, :n],))
+        outputs.append(np.asarray(predict_outputs(model, copy, 1)[0], np.float64))
+    return np.mean(outputs, axis=0)
+
+
+def _classifier_network(seed=0):
+    import jax
+
+    return S5Classifier(d_model=8, state_size=4, n_layers=2).build_network(2, False, 3, jax.random.key(seed))
+
+
+def test_predictions_are_the_mean_of_the_network_over_each_long_series_copies():
+    from s5ts.training import predict_outputs
+
+    model, data = _classifier_network(), _mixed()
+    got = np.stack(predict_outputs(model, data, 4, thinning=BUDGET))
+    whole = np.stack(predict_outputs(model, data, 4))
+    for i in range(len(data)):
+        np.testing.assert_allclose(got[i], _naive_outputs(model, data, i), rtol=1e-5, atol=1e-6)
+        if i % 2 == 0:  # in a batch with long series, yet the whole run's outputs
+            np.testing.assert_array_equal(got[i], whole[i])
+        else:
+            assert not np.allclose(got[i], whole[i])
+    # a rate alone, or targets per step: every series is run whole
+    np.testing.assert_array_equal(np.stack(predict_outputs(model, data, 4, thinning=Thinning(0.3))), whole)
+
+
+def test_per_step_predictions_ignore_the_budget():
+    import jax
+
+    from s5ts.training import predict_outputs
+
+    model = S5Regressor(d_model=8, state_size=4, n_layers=1).build_network(2, True, 1, jax.random.key(0))
+    data = _mixed(per_step=True)
+    for got, want in zip(predict_outputs(model, data, 4, thinning=BUDGET), predict_outputs(model, data, 4)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_validation_scores_long_series_from_the_same_copies_as_predict():
+    import dataclasses
+
+    from s5ts.training import cross_entropy_loss, evaluate
+
+    model, data = _classifier_network(1), _mixed()
+    labels = np.arange(len(data)) % 3
+    data = dataclasses.replace(data, targets=labels.astype(np.int32))
+    logits = np.stack([_naive_outputs(model, data, i) for i in range(len(data))])
+    logits -= logits.max(axis=1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    want = -log_probs[np.arange(len(labels)), labels].mean()
+    assert evaluate(model, data, 4, cross_entropy_loss, thinning=BUDGET) == pytest.approx(want, rel=1e-5)
+    assert evaluate(model, data, 4, cross_entropy_loss) != pytest.approx(want, rel=1e-4)
+
+
+def _long_frame(n=12, seed=0):
+    """A long frame of series of 10–40 and 300–500 observations, a class each."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    parts = []
+    for i in range(n):
+        length = int(rng.integers(300, 500) if i % 3 == 0 else rng.integers(10, 40))
+        t = np.cumsum(rng.exponential(1.0, length))
+        parts.append(pd.DataFrame({"id": f"s{i:02d}", "time": t, "a": np.sin(t * (1 + i % 2)) + rng.normal(size=length)}))
+    return pd.concat(parts, ignore_index=True), np.arange(n) % 2
+
+
+def test_the_estimators_predict_long_series_from_copies_the_same_in_memory_in_parts_and_from_parquet(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    X, y = _long_frame()
+    given = dict(d_model=8, state_size=4, n_layers=1, max_epochs=2, random_state=0, id_col="id", time_col="time")
+    model = S5Classifier(**given).fit(X, y)
+    proba = model.predict_proba(X)
+    np.testing.assert_array_equal(proba, model.predict_proba(X))  # deterministic
+    # a series' prediction does not depend on the series predicted with it
+    part = X[X["id"].isin(["s00", "s04", "s06"])]
+    np.testing.assert_allclose(model.predict_proba(part), proba[[0, 4, 6]], rtol=1e-5, atol=1e-6)
+    # streamed from Parquet: the same copies
+    path = tmp_path / "x.parquet"
+    pq.write_table(pa.Table.from_pandas(X, preserve_index=False), path, row_group_size=500)
+    np.testing.assert_allclose(model.predict_proba(str(path)).to_numpy(), proba, rtol=1e-5, atol=1e-6)
+    # predictions follow the fit's thinning, saved with the model, not a later set_params
+    np.testing.assert_array_equal(model.set_params(observation_dropout=0.3).predict_proba(X), proba)
+    model.save(tmp_path / "model.s5ts")
+    np.testing.assert_array_equal(S5Classifier.load(tmp_path / "model.s5ts").predict_proba(X), proba)
+    # the same network without a budget runs every series whole: only the long ones (every third) change
+    model._thinning_ = Thinning(0.3)
+    whole = model.predict_proba(X)
+    long = np.arange(len(y)) % 3 == 0
+    np.testing.assert_array_equal(whole[~long], proba[~long])
+    assert not np.allclose(whole[long], proba[long])
+
+
+def test_a_model_saved_before_the_thinning_was_saved_predicts_without_a_budget(tmp_path):
+    import json
+
+    X, y = _long_frame()
+    given = dict(d_model=8, state_size=4, n_layers=1, max_epochs=1, random_state=0, id_col="id", time_col="time")
+    model = S5Classifier(**given).fit(X, y)
+    model.save(tmp_path / "new.s5ts")
+    header, weights = (tmp_path / "new.s5ts").read_bytes().split(b"\n", 1)
+    old = json.loads(header)
+    del old["thinning"]
+    (tmp_path / "old.s5ts").write_bytes(json.dumps(old).encode() + b"\n" + weights)
+    assert S5Classifier.load(tmp_path / "new.s5ts")._thinning_ == Thinning(0.3, budget=128)
+    assert S5Classifier.load(tmp_path / "old.s5ts")._thinning_ == Thinning(0.3)

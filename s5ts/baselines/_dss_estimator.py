@@ -38,7 +38,9 @@ class DSSRegressor(SequenceRegressor):
     r"""Regression with a DSS network (Gupta et al., 2022: H independent
     diagonal state spaces per layer) in place of S5's, for comparison with
     `S5Regressor`: the same inputs, targets (one per series or per step),
-    preprocessing, training and persistence.
+    preprocessing, training (`observation_dropout="auto"` too: long series
+    thinned to a budget, in training and, as the mean over thinned copies,
+    in prediction) and persistence.
 
     **Parameters:** `kernel` ("exp": DSS-EXP; "softmax": DSS-softmax),
     `loss` ("mse" | "gaussian_nll"), and those of `S5Regressor` that DSS

@@ -39,6 +39,7 @@ from ..training import (
     NonFiniteLossError,
     Sequences,
     StreamedSequences,
+    Thinning,
     TrainingConfig,
     TrainingResult,
     TrainingState,
@@ -295,6 +296,8 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         self.model_ = result.model
         self._rng_ = rng
         self._architecture_ = self._architecture_params()
+        # how the fit thinned its series, which `predict` follows (`forward_batches`)
+        self._thinning_ = self._config().thinning
         self.n_model_inputs_ = n_inputs
         self.history_ = list(result.state.history)
         self.best_epoch_ = result.best_epoch
@@ -398,17 +401,19 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         check_is_fitted(self, "model_")
         if is_parquet_source(X):
             _no_times(times)
-            backprop = self._prediction_backprop()
+            backprop, thinning = self._prediction_backprop(), self._thinning_
             if y is _PREDICT:
-                panel, outputs, _ = _streaming.predict(self, X, backprop)
+                panel, outputs, _ = _streaming.predict(self, X, backprop, thinning=thinning)
             else:
-                panel, outputs, y, sample_weight = _streaming.scored(self, X, y, backprop, sample_weight, numeric=numeric)
+                panel, outputs, y, sample_weight = _streaming.scored(
+                    self, X, y, backprop, sample_weight, numeric=numeric, thinning=thinning
+                )
         else:
             panel = self._panel(X, times, self.preprocessing_)
             if y is not _PREDICT:
                 y = to_targets(y, panel, numeric=numeric, kind="per_step" if self.per_step_ else "sequence").values
             data = self.preprocessing_.transform(panel, per_step=self.per_step_)
-            outputs = predict_outputs(self.model_, data, self.batch_size, self._prediction_backprop())
+            outputs = predict_outputs(self.model_, data, self.batch_size, self._prediction_backprop(), self._thinning_)
         return panel, self._check_finite(panel, outputs), y, sample_weight
 
     def _as_frame(self, values, panel: RaggedPanel, columns=None):
@@ -462,6 +467,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             "best_epoch": self.best_epoch_,
             "interrupted": self.interrupted_,
             "fitted": self._task().to_json(self._target_state),
+            "thinning": dataclasses.asdict(self._thinning_),
         }
         buffer = io.BytesIO()
         eqx.tree_serialise_leaves(buffer, self.model_)
@@ -490,6 +496,8 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         state = TrainingState(model=model, opt_state=estimator._config().init_optimizer_state(model), history=header["history"])
         result = TrainingResult(model=model, state=state, best_epoch=header["best_epoch"], interrupted=header["interrupted"])
         estimator._commit(prep, header["per_step"], target_state, result, np.random.default_rng(0), header["n_model_inputs"])
+        # Files written before the fit's thinning was saved: trained without a budget.
+        estimator._thinning_ = Thinning(**header.get("thinning", {"rate": estimator._thinning_.rate}))
         return estimator
 
     @property

@@ -125,7 +125,8 @@ class S5Regressor(SequenceRegressor, S5Estimator):
       None: one pass), `observation_dropout` (each training batch drops
       each observation with this probability, its gap added to the next
       one's: augmentation for irregular series; "auto": 0.3, and series
-      longer than about 180 observations thinned to about 128, or 0 under
+      longer than about 180 observations thinned to about 128 and
+      predicted as the mean over 8 such thinned copies, or 0 under
       `time_handling="drop"`), `random_state`, `verbose`
       (progress bar), `warm_start`, `scan`.
     - Resumable fits: `checkpoint_dir` (None: no checkpoints; a directory:

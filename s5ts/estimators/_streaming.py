@@ -35,6 +35,7 @@ from ..data import (
 from ..training import (
     FileShares,
     StreamedSequences,
+    Thinning,
     allgather_objects,
     file_owners,
     gather_results,
@@ -299,13 +300,16 @@ class ParquetSource(AbstractSource):
         return StreamedSequences(lengths=lengths, chunks=chunks, per_step=stats.per_step, elapsed=elapsed, shares=shares)
 
 
-def predict(estimator, X, backprop, *, targets=None, weight_column=None, read=None) -> tuple[RaggedPanel, list, list]:
+def predict(
+    estimator, X, backprop, *, thinning=Thinning(), targets=None, weight_column=None, read=None
+) -> tuple[RaggedPanel, list, list]:
     """(a panel of X's ids without data, with their times for a per-step
     model; the network's outputs per series in X's order, per step trimmed
     to (L_i, ...); `read(chunk, rows)` of every chunk, in order, with its
     `targets`' rows) for the fitted `estimator` and the Parquet data set
     `X`: one cheap pass over the id column for the lengths, then one over
-    the data (`predict_outputs`, the network run as `backprop` says, over a
+    the data (`predict_outputs`, the network run as `backprop` says, long
+    series averaged over copies thinned as `thinning` says, over a
     `StreamedSequences` batched as in memory)."""
     prep = estimator.preprocessing_
     source, targets, _ = open_source(estimator, X, targets, features=prep.columns, sample_weight=weight_column)
@@ -330,7 +334,7 @@ def predict(estimator, X, backprop, *, targets=None, weight_column=None, read=No
 
     shares = None if owners is None else FileShares(fragment, owners)
     data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=estimator.per_step_, cap_length=False, shares=shares)
-    outputs = predict_outputs(estimator.model_, data, estimator.batch_size, backprop)
+    outputs = predict_outputs(estimator.model_, data, estimator.batch_size, backprop, thinning)
     if owners is not None:  # every process's chunks, in file order
         records = sorted((r for part in allgather_objects(records) for r in part), key=lambda r: r[:2])
     times = [t for r in records for t in r[3]] if estimator.per_step_ else None
@@ -354,7 +358,7 @@ def series_lengths(source: ParquetSeries, owners: np.ndarray | None) -> tuple[li
     return ids, lengths, where
 
 
-def scored(estimator, X, y, backprop, sample_weight=None, *, numeric: bool):
+def scored(estimator, X, y, backprop, sample_weight=None, *, numeric: bool, thinning=Thinning()):
     """`predict`'s (panel, outputs) with the true targets and the series'
     weights (or None) for `score` on the Parquet data set `X`: `y` and
     `sample_weight` as in `fit`, targets read along with X checked and
@@ -378,7 +382,9 @@ def scored(estimator, X, y, backprop, sample_weight=None, *, numeric: bool):
             weight = chunk.panel.rows_to_series(chunk.extra[weight_column], f"column {weight_column!r}")
         return truth, weight
 
-    panel, outputs, parts = predict(estimator, X, backprop, targets=targets, weight_column=weight_column, read=read)
+    panel, outputs, parts = predict(
+        estimator, X, backprop, thinning=thinning, targets=targets, weight_column=weight_column, read=read
+    )
     if targets is None:
         truth = to_targets(_targets_by_id(y, estimator.id_col), panel, numeric=numeric, kind=kind).values
     else:

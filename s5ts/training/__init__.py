@@ -39,6 +39,7 @@ from ._loop import (
     TrainingState,
     compile_seconds_so_far,
     evaluate,
+    forward_batches,
     predict_outputs,
     predicted_batches,
     train,
@@ -74,7 +75,7 @@ from ._sequences import (
 from ._shards import FileShares, ShardedStep, file_owners, own_files, shard_plan, share_files
 from ._split import Split, Static
 from ._streaming import StreamedSequences
-from ._thinning import Thinning, cut_batch, keep_observations, thin_observations
+from ._thinning import PREDICTION_COPIES, Thinning, copies_kept, cut_batch, keep_observations, thin_observations
 
 __all__ = [
     "AbstractBackprop",
@@ -105,6 +106,7 @@ __all__ = [
     "TrainingResult",
     "TrainingState",
     "VARIANCE_FLOOR",
+    "PREDICTION_COPIES",
     "agreed_seed",
     "allgather_objects",
     "batch_rows",
@@ -112,10 +114,12 @@ __all__ = [
     "check_same_data",
     "compilation_cache_dir",
     "compile_seconds_so_far",
+    "copies_kept",
     "cross_entropy_loss",
     "data_digest",
     "enable_compilation_cache",
     "evaluate",
+    "forward_batches",
     "file_owners",
     "gather_results",
     "gather_rows",

@@ -41,6 +41,7 @@ from ._initial import initial_model_and_state
 from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, with_learning_rates
 from ._sequences import SequenceData, batch_rows, iterate_batches, packed_for
 from ._split import Split
+from ._thinning import Thinning, copies_kept, keep_observations
 
 # ----- compile time, from JAX's own monitoring events -----
 
@@ -204,20 +205,29 @@ def _forward_only(data: SequenceData) -> SequenceData:
     return dataclasses.replace(data, cap_length=False)
 
 
-def evaluate(model, data: SequenceData, batch_size: int, metric_fn, backprop: AbstractBackprop = WholeSequences()) -> float:
+def evaluate(
+    model,
+    data: SequenceData,
+    batch_size: int,
+    metric_fn,
+    backprop: AbstractBackprop = WholeSequences(),
+    thinning: Thinning = Thinning(),
+) -> float:
     """The weighted mean of `metric_fn` over every real element of `data`,
     the forward pass run as `backprop` runs it (whole, or in chunks with
-    carried states). Validation and prediction share one compiled forward
-    pass (each costs seconds to compile on a CPU; the metric's own program
-    is tiny). The batches' sums are read back once, at the end, so that the
-    next batch is prepared while the devices compute."""
+    carried states), and series that `thinning`'s budget thins in training
+    as the mean over thinned copies (`forward_batches`). Validation and
+    prediction share one compiled forward pass (each costs seconds to
+    compile on a CPU; the metric's own program is tiny). The batches' sums
+    are read back once, at the end, so that the next batch is prepared
+    while the devices compute."""
     rows = batch_rows(len(data), batch_size)
     data = _forward_only(data)
     model = Split.of(placement_for(rows).replicate(model))
     sums = [
         _metric(metric_fn, outputs, piece["y"], piece["weights"])
-        for _, batch in iterate_batches(data, rows, shuffle=False)
-        for piece, outputs in backprop.forward(model, batch, rows, data.per_step)
+        for _, _, pieces in forward_batches(model, data, rows, backprop, thinning)
+        for piece, outputs in pieces
     ]
     total, count = 0.0, 0.0
     for s, c in jax.device_get(sums):
@@ -226,19 +236,31 @@ def evaluate(model, data: SequenceData, batch_size: int, metric_fn, backprop: Ab
     return total / count if count > 0 else math.nan
 
 
-def predict_outputs(model, data: SequenceData, batch_size: int, backprop: AbstractBackprop = WholeSequences()) -> list:
+def predict_outputs(
+    model,
+    data: SequenceData,
+    batch_size: int,
+    backprop: AbstractBackprop = WholeSequences(),
+    thinning: Thinning = Thinning(),
+) -> list:
     """Network outputs per series, in input order (numpy; per step: trimmed
     to L_i). `TruncatedBackprop` runs per-step data over chunks with the
-    states carried (`_backprop`): the same outputs, memory set by the chunk."""
+    states carried (`_backprop`): the same outputs, memory set by the chunk.
+    A series that `thinning`'s budget thins in training is predicted as the
+    mean of its outputs over thinned copies (`forward_batches`)."""
     results: list = [None] * len(data)
-    for indices, _, _, items in predicted_batches(model, data, batch_size, backprop):
+    for indices, _, _, items in predicted_batches(model, data, batch_size, backprop, thinning):
         for i, item in zip(indices, items):
             results[i] = item
     return results
 
 
 def predicted_batches(
-    model, data: SequenceData, batch_size: int, backprop: AbstractBackprop = WholeSequences()
+    model,
+    data: SequenceData,
+    batch_size: int,
+    backprop: AbstractBackprop = WholeSequences(),
+    thinning: Thinning = Thinning(),
 ) -> Iterator[tuple[np.ndarray, np.ndarray, dict, list]]:
     """`predict_outputs` one batch at a time, for a caller that reduces them
     without holding every series' outputs: `(indices, rows, batch,
@@ -250,8 +272,8 @@ def predicted_batches(
     data = _forward_only(data)
     lengths = data.lengths
     model = Split.of(placement_for(rows).replicate(model))
-    for indices, batch in iterate_batches(data, rows, shuffle=False):
-        parts = [gather_rows(o) for _, o in backprop.forward(model, batch, rows, data.per_step)]
+    for indices, batch, pieces in forward_batches(model, data, rows, backprop, thinning):
+        parts = [gather_rows(o) for _, o in pieces]
         outputs = parts[0] if len(parts) == 1 else jax.tree.map(lambda *p: np.concatenate(p, axis=1), *parts)
         at = np.flatnonzero(np.asarray(indices) >= 0)
         items = []
@@ -262,6 +284,59 @@ def predicted_batches(
                 item = jax.tree.map(lambda o: o[:n], item)
             items.append(item)
         yield np.asarray(indices)[at], at, batch, items
+
+
+def forward_batches(
+    model, data: SequenceData, rows: int, backprop: AbstractBackprop, thinning: Thinning = Thinning()
+) -> Iterator[tuple[np.ndarray, dict, list]]:
+    """(positions, the placed batch, [(piece, outputs), ...]) of every batch
+    of `data` in plan order, the network (a `Split`) run on it as
+    `backprop` runs it. With one target per series and a `thinning` with a
+    budget, the outputs of each series that the budget thins in training
+    are the mean over `PREDICTION_COPIES` copies of it thinned as in
+    training (`copies_kept`); every other series' are its whole run's. The
+    training thinned such a series to about `thinning.budget`
+    observations: whole, it is longer and more finely sampled than
+    anything the network has seen. Whether a batch runs copies is decided
+    from the lengths of all its rows, so every process runs the same."""
+    placement = placement_for(rows)
+    copies = thinning if thinning.budget is not None and not data.per_step else None
+    for indices, batch in iterate_batches(data, rows, shuffle=False, place=False):
+        placed = placement.put_batch(batch)
+        pieces = list(backprop.forward(model, placed, rows, data.per_step))
+        if copies is not None and copies.past_rate(_row_lengths(data, indices, rows)).any():
+            ((_, whole),) = pieces
+            pieces = [(placed, _mean_over_copies(model, batch, whole, copies, rows, backprop, data.elapsed))]
+        yield indices, placed, pieces
+
+
+def _row_lengths(data: SequenceData, indices: np.ndarray, rows: int) -> np.ndarray:
+    """(rows,) the length of the series in every row of a batch at
+    `indices` (positions; -1 or past their end: padding, length 0)."""
+    indices = np.asarray(indices)
+    lengths = np.zeros(rows, np.int64)
+    lengths[: len(indices)] = np.where(indices >= 0, data.lengths[np.maximum(indices, 0)], 0)
+    return lengths
+
+
+def _mean_over_copies(model, batch: dict, whole, thinning: Thinning, rows: int, backprop, elapsed) -> Any:
+    """`forward_batches`' outputs of a batch (numpy, this process's rows)
+    holding series the budget thins: theirs the mean over their copies,
+    the other rows' `whole`."""
+    placement = placement_for(rows)
+    kept = copies_kept(batch, thinning)
+    total = None
+    for one in kept:
+        copy = placement.put_batch(keep_observations(batch, one, elapsed=elapsed))
+        ((_, outputs),) = backprop.forward(model, copy, rows, False)
+        total = outputs if total is None else jax.tree.map(jnp.add, total, outputs)
+    n = len(kept)
+    thinned = placement.put_batch({"rows": thinning.past_rate(np.asarray(batch["mask"]).sum(axis=1))})["rows"]
+
+    def pick(mine, all_copies):
+        return jnp.where(thinned.reshape(-1, *([1] * (mine.ndim - 1))), all_copies / n, mine)
+
+    return jax.tree.map(pick, whole, total)
 
 
 # ----- configuration and state -----
@@ -294,6 +369,12 @@ class TrainingConfig:
     #: How a batch flows through the network: whole, or in chunks (the
     #: estimators' `chunk_length`, `backprop_for`).
     backprop: AbstractBackprop = WholeSequences()
+
+    @property
+    def thinning(self) -> Thinning:
+        """How training batches thin their series, and so which series a
+        prediction averages over thinned copies (`forward_batches`)."""
+        return Thinning(self.observation_dropout, self.observation_budget)
 
     def passes_per_epoch(self, n_batches: int) -> int:
         """Passes over the training data in one epoch: enough for
@@ -536,7 +617,7 @@ def train(
                 )
             record = {"epoch": epoch, "train_loss": train_loss, "train_seconds": steps_done - started - compile_time}
             if valid_data is not None and len(valid_data):
-                score, seconds = timed(evaluate, model, valid_data, config.batch_size, metric_fn, backprop)
+                score, seconds = timed(evaluate, model, valid_data, config.batch_size, metric_fn, backprop, config.thinning)
                 compile_time += seconds
                 record[f"valid_{metric_name}"] = score
             else:

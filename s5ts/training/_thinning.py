@@ -15,12 +15,18 @@ array numbering each step's series, `SequenceNetwork.packed`) every series
 of a row keeps at least one observation, elapsed time is never carried
 from one series to the next, and each series' first kept observation takes
 that series' first gap.
+
+A model trained on series thinned to a budget predicts each series the
+budget thins as the mean of its outputs over `PREDICTION_COPIES` copies
+thinned the same way (`copies_kept`): the whole series is longer, with
+shorter gaps, than anything it was trained on.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import zlib
 
 import numpy as np
 
@@ -194,6 +200,13 @@ class Thinning:
             return np.full(lengths.shape, self.rate)
         return np.maximum(self.rate, 1.0 - self.budget / np.maximum(lengths, 1.0))
 
+    def past_rate(self, lengths) -> np.ndarray:
+        """(n,) bool: which series of `lengths` observations the budget
+        thins beyond the rate (none without a budget); a prediction runs
+        them as thinned copies (`copies_kept`)."""
+        lengths = np.asarray(lengths)
+        return (self.rates(lengths) > self.rate) & (lengths > 0)
+
     def kept_bound(self, lengths) -> int:
         """The steps a thinned row holding series of `lengths` observations
         keeps at most but for a chance in millions: the mean count kept plus
@@ -226,3 +239,30 @@ def cut_batch(batch: dict[str, np.ndarray], kept: np.ndarray, cut: int, *, per_s
     if cut >= length or int(kept.sum(axis=1).max(initial=0)) > cut:
         return batch
     return {**batch, **{key: np.asarray(batch[key])[:, :cut] for key in _step_keys(batch, per_step)}}
+
+
+#: How many thinned copies of a series that the budget thins a prediction
+#: averages over (`copies_kept`; docs/estimators.md, "Long series").
+PREDICTION_COPIES = 8
+
+
+def copies_kept(batch: dict[str, np.ndarray], thinning: Thinning, copies: int = PREDICTION_COPIES) -> np.ndarray:
+    """The observations each of `copies` thinned copies of a padded
+    batch's series keeps, (copies, B, L) bool.
+
+    A row that the budget thins (`Thinning.past_rate`) keeps each
+    observation with the training's probability, at least one, drawn from
+    a generator seeded by the row's own inputs and gaps (NaN read as 0, so
+    are −0.0 and 0.0 alike), so a series' copies do not depend on the
+    batch it is in or on the call. Every other row keeps all its
+    observations in every copy (a prediction runs it whole)."""
+    mask = np.asarray(batch["mask"], dtype=bool)
+    lengths = mask.sum(axis=1)
+    rates = thinning.rates(lengths)
+    kept = np.repeat(mask[None], copies, axis=0)
+    for row in np.flatnonzero(thinning.past_rate(lengths)):
+        n = int(lengths[row])
+        values = (np.nan_to_num(np.asarray(batch[key], np.float64)[row, :n]) + 0.0 for key in ("u", "gaps"))
+        rng = np.random.default_rng([zlib.crc32(np.ascontiguousarray(v).tobytes()) for v in values])
+        kept[:, row, :n] = draw_kept(np.ones((copies, n), bool), float(rates[row]), rng)
+    return kept
