@@ -22,6 +22,12 @@ series with the same parameters; the run prints both sums (equal to
 float32 rounding) and the median seconds of `--epochs` timed epochs,
 interleaved, after one untimed epoch that compiles both shapes.
 
+Then prediction (`predict_outputs`) of the same series, side by side:
+whole (without a budget, as before 2026-12-06 16:00), and under the budget,
+where each series it thins is predicted as the mean over
+`PREDICTION_COPIES` thinned copies (`forward_batches`); median seconds of
+`--epochs` calls each, interleaved, after one untimed call each.
+
     taskset -c 0 python3 benchmarks/thinned_cut.py [--series 100 --length 730 --epochs 5]
 """
 
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import time
 
 import _timing  # noqa: F401  (puts the repository on sys.path)
 import jax
@@ -38,7 +45,7 @@ from packing import timed_epochs  # epochs of gradients, timed as packing.py tim
 
 from s5ts import S5Classifier
 from s5ts.estimators import AUTO_OBSERVATION_BUDGET
-from s5ts.training import Sequences, Thinning, iterate_batches
+from s5ts.training import PREDICTION_COPIES, Sequences, Thinning, iterate_batches, predict_outputs
 
 BATCH_SIZE = 32  # the estimators' default
 RATE = 0.3  # observation_dropout="auto" under time_handling="gaps"
@@ -81,6 +88,19 @@ def main(argv=None):
     print(f"cut / whole: loss differs by {relative:.1e} (relative); epoch {speedup:.2f}x faster")
     speedup = statistics.median(seconds["whole"]) / statistics.median(seconds["budget"])
     print(f"budget / whole: epoch {speedup:.2f}x faster")
+
+    ways = {"whole": Thinning(RATE), f"{PREDICTION_COPIES} copies": Thinning(RATE, AUTO_OBSERVATION_BUDGET)}
+    spent = {name: [] for name in ways}
+    for timed in (False,) + (True,) * args.epochs:  # the first call of each compiles
+        for name, thinning in ways.items():
+            start = time.perf_counter()
+            jax.block_until_ready(predict_outputs(net, data, BATCH_SIZE, thinning=thinning))
+            if timed:
+                spent[name].append(time.perf_counter() - start)
+    for name in ways:
+        print(f"predict, {name}: {statistics.median(spent[name]):.3f} s (runs {', '.join(f'{s:.3f}' for s in spent[name])})")
+    ratio = statistics.median(spent[f"{PREDICTION_COPIES} copies"]) / statistics.median(spent["whole"])
+    print(f"predict, copies / whole: {ratio:.2f}x the time")
 
 
 if __name__ == "__main__":
