@@ -25,8 +25,9 @@ interleaved, after one untimed epoch that compiles both shapes.
 Then prediction (`predict_outputs`) of the same series, side by side:
 whole (without a budget, as before 2026-12-06 16:00), and under the budget,
 where each series it thins is predicted as the mean over
-`PREDICTION_COPIES` thinned copies (`forward_batches`); median seconds of
-`--epochs` calls each, interleaved, after one untimed call each.
+`PREDICTION_COPIES` thinned copies (`forward_batches`, each copy cut
+after the steps it can keep); the first call of each (which compiles),
+then the median seconds of `--epochs` calls each, interleaved.
 
     taskset -c 0 python3 benchmarks/thinned_cut.py [--series 100 --length 730 --epochs 5]
 """
@@ -91,14 +92,18 @@ def main(argv=None):
 
     ways = {"whole": Thinning(RATE), f"{PREDICTION_COPIES} copies": Thinning(RATE, AUTO_OBSERVATION_BUDGET)}
     spent = {name: [] for name in ways}
+    first = {}
     for timed in (False,) + (True,) * args.epochs:  # the first call of each compiles
         for name, thinning in ways.items():
             start = time.perf_counter()
             jax.block_until_ready(predict_outputs(net, data, BATCH_SIZE, thinning=thinning))
             if timed:
                 spent[name].append(time.perf_counter() - start)
+            else:
+                first[name] = time.perf_counter() - start
     for name in ways:
-        print(f"predict, {name}: {statistics.median(spent[name]):.3f} s (runs {', '.join(f'{s:.3f}' for s in spent[name])})")
+        print(f"predict, {name}: first call (compiling) {first[name]:.3f} s, then {statistics.median(spent[name]):.3f} s "
+              f"(runs {', '.join(f'{s:.3f}' for s in spent[name])})")
     ratio = statistics.median(spent[f"{PREDICTION_COPIES} copies"]) / statistics.median(spent["whole"])
     print(f"predict, copies / whole: {ratio:.2f}x the time")
 

@@ -377,6 +377,44 @@ def test_predictions_are_the_mean_of_the_network_over_each_long_series_copies():
     np.testing.assert_array_equal(np.stack(predict_outputs(model, data, 4, thinning=Thinning(0.3))), whole)
 
 
+def test_copies_run_cut_to_the_steps_they_can_keep(monkeypatch):
+    from s5ts.training import PREDICTION_COPIES, WholeSequences, predict_outputs
+
+    steps = []
+    forward = WholeSequences.forward
+
+    def recording(self, model, batch, rows, per_step):
+        steps.append(batch["mask"].shape[1])
+        yield from forward(self, model, batch, rows, per_step)
+
+    monkeypatch.setattr(WholeSequences, "forward", recording)
+    predict_outputs(_classifier_network(), _mixed(), 16, thinning=BUDGET)  # one batch, one bucket of 256
+    assert steps == [256] + [BUDGET.kept_bound([256])] * PREDICTION_COPIES
+    assert BUDGET.kept_bound([256]) < 256
+
+
+def test_a_copy_keeps_at_most_the_bound_of_its_series_length(monkeypatch):
+    from s5ts.training import _thinning, copies_kept
+
+    batch = padded_batch(_long(n=40, seed=5), np.arange(40), 40, 512)
+    lengths = batch["mask"].sum(axis=1)
+    drawn = copies_kept(batch, BUDGET)
+    # a bound under the mean count kept (which at 5 standard deviations a copy passes
+    # once in millions): every copy past it keeps its first `bound` drawn observations
+    monkeypatch.setattr(_thinning, "KEPT_MARGIN", -1.0)
+    kept = copies_kept(batch, BUDGET)
+    clipped = 0
+    for row, n in enumerate(lengths):
+        if not BUDGET.past_rate([n])[0]:
+            continue
+        bound = BUDGET.kept_bound([n])
+        for want, got in zip(drawn[:, row], kept[:, row]):
+            first = np.flatnonzero(want)[:bound]
+            np.testing.assert_array_equal(np.flatnonzero(got), first)
+            clipped += want.sum() > bound
+    assert clipped > 0
+
+
 def test_per_step_predictions_ignore_the_budget():
     import jax
 

@@ -41,7 +41,7 @@ from ._initial import initial_model_and_state
 from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, with_learning_rates
 from ._sequences import SequenceData, batch_rows, iterate_batches, packed_for
 from ._split import Split
-from ._thinning import Thinning, copies_kept, keep_observations
+from ._thinning import Thinning, copies_kept, cut_batch, keep_observations
 
 # ----- compile time, from JAX's own monitoring events -----
 
@@ -324,14 +324,21 @@ def _mean_over_copies(model, batch: dict, whole, thinning: Thinning, rows: int, 
     holding series the budget thins: theirs the mean over their copies,
     the other rows' `whole`."""
     placement = placement_for(rows)
+    mask = np.asarray(batch["mask"], dtype=bool)
+    past = thinning.past_rate(mask.sum(axis=1))
     kept = copies_kept(batch, thinning)
+    # The other rows' copies are not read (theirs are the whole run's): their
+    # first step alone, so every copy ends within the bound of the batch's
+    # length and is cut there alike on every process (`cut_batch`).
+    kept[:, ~past] = mask[~past] & (np.arange(mask.shape[1]) == 0)
+    cut = thinning.kept_bound([mask.shape[1]])
     total = None
     for one in kept:
-        copy = placement.put_batch(keep_observations(batch, one, elapsed=elapsed))
+        copy = placement.put_batch(cut_batch(keep_observations(batch, one, elapsed=elapsed), one, cut))
         ((_, outputs),) = backprop.forward(model, copy, rows, False)
         total = outputs if total is None else jax.tree.map(jnp.add, total, outputs)
     n = len(kept)
-    thinned = placement.put_batch({"rows": thinning.past_rate(np.asarray(batch["mask"]).sum(axis=1))})["rows"]
+    thinned = placement.put_batch({"rows": past})["rows"]
 
     def pick(mine, all_copies):
         return jnp.where(thinned.reshape(-1, *([1] * (mine.ndim - 1))), all_copies / n, mine)

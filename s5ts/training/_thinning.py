@@ -254,8 +254,10 @@ def copies_kept(batch: dict[str, np.ndarray], thinning: Thinning, copies: int = 
     observation with the training's probability, at least one, drawn from
     a generator seeded by the row's own inputs and gaps (NaN read as 0, so
     are −0.0 and 0.0 alike), so a series' copies do not depend on the
-    batch it is in or on the call. Every other row keeps all its
-    observations in every copy (a prediction runs it whole)."""
+    batch it is in or on the call; and at most `Thinning.kept_bound` of the
+    row's series (the first ones kept, where a copy draws more: a chance in
+    millions), so copies fit the steps `cut_batch` keeps. Every other row
+    keeps all its observations in every copy (a prediction runs it whole)."""
     mask = np.asarray(batch["mask"], dtype=bool)
     lengths = mask.sum(axis=1)
     rates = thinning.rates(lengths)
@@ -264,5 +266,6 @@ def copies_kept(batch: dict[str, np.ndarray], thinning: Thinning, copies: int = 
         n = int(lengths[row])
         values = (np.nan_to_num(np.asarray(batch[key], np.float64)[row, :n]) + 0.0 for key in ("u", "gaps"))
         rng = np.random.default_rng([zlib.crc32(np.ascontiguousarray(v).tobytes()) for v in values])
-        kept[:, row, :n] = draw_kept(np.ones((copies, n), bool), float(rates[row]), rng)
+        drawn = draw_kept(np.ones((copies, n), bool), float(rates[row]), rng)
+        kept[:, row, :n] = drawn & (np.cumsum(drawn, axis=1) <= thinning.kept_bound([n]))
     return kept
