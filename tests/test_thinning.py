@@ -336,23 +336,32 @@ def test_a_series_copies_depend_on_its_values_alone():
     assert not np.array_equal(first[:, 1, :190], first[:, 3, :190])
 
 
-def _naive_outputs(model, data, i):
-    """Series `i`'s outputs, float64: whole if the budget does not thin it
-    past the rate, else the mean over its copies, each run as a series of
-    its own (`keep_observations` on a batch of that series alone)."""
+def _naive_copies(model, data, i):
+    """Series `i`'s outputs, float64, one per copy: its whole run's alone
+    if the budget does not thin it past the rate, else each copy's, run as
+    a series of its own (`keep_observations` on a batch of that series alone)."""
+    import jax
+
     from s5ts.training import copies_kept, predict_outputs
+
+    def run(sequences):
+        return jax.tree.map(lambda o: np.asarray(o, np.float64), predict_outputs(model, sequences, 1)[0])
 
     length = int(data.lengths[i])
     if not BUDGET.past_rate([length])[0]:
-        return np.asarray(predict_outputs(model, data.subset([i]), 1)[0], np.float64)
+        return [run(data.subset([i]))]
     batch = padded_batch(data, np.array([i]), 1, length)
     outputs = []
     for kept in copies_kept(batch, BUDGET):
         thin = keep_observations(batch, kept, elapsed=("gaps",))
         n = int(thin["mask"][0].sum())
-        copy = Sequences(inputs=(thin["u"][0, :n],), gaps=(thin["gaps"][0, :n],))
-        outputs.append(np.asarray(predict_outputs(model, copy, 1)[0], np.float64))
-    return np.mean(outputs, axis=0)
+        outputs.append(run(Sequences(inputs=(thin["u"][0, :n],), gaps=(thin["gaps"][0, :n],))))
+    return outputs
+
+
+def _naive_outputs(model, data, i):
+    """Series `i`'s outputs, float64: the mean over `_naive_copies`."""
+    return np.mean(_naive_copies(model, data, i), axis=0)
 
 
 def _classifier_network(seed=0):
@@ -375,6 +384,32 @@ def test_predictions_are_the_mean_of_the_network_over_each_long_series_copies():
             assert not np.allclose(got[i], whole[i])
     # a rate alone, or targets per step: every series is run whole
     np.testing.assert_array_equal(np.stack(predict_outputs(model, data, 4, thinning=Thinning(0.3))), whole)
+
+
+def test_a_gaussian_head_predicts_the_mixture_of_a_long_series_copies():
+    import jax
+
+    from s5ts.training import predict_outputs
+
+    model = S5Regressor(d_model=8, state_size=4, n_layers=2, loss="gaussian_nll").build_network(
+        2, False, 1, jax.random.key(2)
+    )
+    data = _mixed()
+    got = predict_outputs(model, data, 4, thinning=BUDGET)
+    whole = predict_outputs(model, data, 4)
+    for i in range(len(data)):
+        copies = _naive_copies(model, data, i)
+        means = np.stack([mean for mean, _ in copies])
+        variances = np.stack([var for _, var in copies])
+        # an equal mixture of the copies' Gaussians: E[var] + Var[mean]
+        want_var = variances.mean(axis=0) + ((means - means.mean(axis=0)) ** 2).mean(axis=0)
+        np.testing.assert_allclose(got[i][0], means.mean(axis=0), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[i][1], want_var, rtol=1e-5, atol=1e-7)
+        if i % 2 == 0:  # not thinned: the whole run's mean and variance
+            np.testing.assert_array_equal(got[i][0], whole[i][0])
+            np.testing.assert_array_equal(got[i][1], whole[i][1])
+        else:  # the copies disagree, which widens the prediction beyond their mean variance
+            assert (got[i][1] - variances.mean(axis=0) > 10 * np.finfo(np.float32).eps).all()
 
 
 def test_copies_run_cut_to_the_steps_they_can_keep(monkeypatch):

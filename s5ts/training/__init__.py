@@ -50,6 +50,7 @@ from ._losses import (
     SquaredErrorInUnits,
     cross_entropy_loss,
     gaussian_nll_loss,
+    mean_over_copies,
     mse_loss,
     point_prediction,
 )
@@ -139,6 +140,7 @@ __all__ = [
     "padded_batch",
     "parameter_labels",
     "placement_for",
+    "mean_over_copies",
     "point_prediction",
     "predict_outputs",
     "predicted_batches",

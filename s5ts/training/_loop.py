@@ -38,6 +38,7 @@ from ._devices import gather_rows, placement_for, to_default_device
 from ._distributed import is_primary
 from ._early_stopping import EarlyStopping
 from ._initial import initial_model_and_state
+from ._losses import mean_over_copies
 from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, with_learning_rates
 from ._sequences import SequenceData, batch_rows, iterate_batches, packed_for
 from ._split import Split
@@ -294,7 +295,8 @@ def forward_batches(
     `backprop` runs it. With one target per series and a `thinning` with a
     budget, the outputs of each series that the budget thins in training
     are the mean over `PREDICTION_COPIES` copies of it thinned as in
-    training (`copies_kept`); every other series' are its whole run's. The
+    training (`copies_kept`; a Gaussian head's, the moments of their
+    mixture: `mean_over_copies`); every other series' are its whole run's. The
     training thinned such a series to about `thinning.budget`
     observations: whole, it is longer and more finely sampled than
     anything the network has seen. Whether a batch runs copies is decided
@@ -332,18 +334,17 @@ def _mean_over_copies(model, batch: dict, whole, thinning: Thinning, rows: int, 
     # length and is cut there alike on every process (`cut_batch`).
     kept[:, ~past] = mask[~past] & (np.arange(mask.shape[1]) == 0)
     cut = thinning.kept_bound([mask.shape[1]])
-    total = None
+    outputs = []
     for one in kept:
         copy = placement.put_batch(cut_batch(keep_observations(batch, one, elapsed=elapsed), one, cut))
-        ((_, outputs),) = backprop.forward(model, copy, rows, False)
-        total = outputs if total is None else jax.tree.map(jnp.add, total, outputs)
-    n = len(kept)
+        ((_, out),) = backprop.forward(model, copy, rows, False)
+        outputs.append(out)
     thinned = placement.put_batch({"rows": past})["rows"]
 
-    def pick(mine, all_copies):
-        return jnp.where(thinned.reshape(-1, *([1] * (mine.ndim - 1))), all_copies / n, mine)
+    def pick(mine, from_copies):
+        return jnp.where(thinned.reshape(-1, *([1] * (mine.ndim - 1))), from_copies, mine)
 
-    return jax.tree.map(pick, whole, total)
+    return jax.tree.map(pick, whole, mean_over_copies(outputs))
 
 
 # ----- configuration and state -----

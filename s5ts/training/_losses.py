@@ -48,6 +48,22 @@ def point_prediction(outputs):
     return outputs[0] if isinstance(outputs, tuple) else outputs
 
 
+def mean_over_copies(copies: list):
+    r"""One output from the outputs of several copies of the same inputs
+    (`copies`, each as `point_prediction` reads it): their mean; for a
+    Gaussian head's `(mean, var)` pairs, the moments of the equal mixture
+    of the copies' Gaussians, the mean of the means and
+    $\overline{\sigma^2} + \overline{\mu^2} - \bar\mu^2$ (the mean of the
+    variances plus the variance of the means, so the copies' disagreement
+    widens the prediction)."""
+    if isinstance(copies[0], tuple):
+        means = jnp.stack([mean for mean, _ in copies])
+        variances = jnp.stack([var for _, var in copies])
+        mean = jnp.mean(means, axis=0, keepdims=True)
+        return mean[0], jnp.mean(variances + jnp.square(means - mean), axis=0)
+    return jnp.mean(jnp.stack(copies), axis=0)
+
+
 class SquaredErrorInUnits(eqx.Module):
     """MSE of the point prediction in the targets' original units, for
     targets standardised with `std` (K,): the model-selection metric."""
