@@ -36,6 +36,11 @@ SETUP = textwrap.dedent(
     y = np.array([x[:, 0].mean() for x in X])
     common = dict(n_layers=1, d_model=8, state_size=4, max_epochs=2, batch_size=8, random_state=0,
                   validation_fraction=0.25)
+    # long series, most past the rate of observation_dropout="auto"'s budget (more than
+    # 128 / 0.7 observations): thinned to it in training, validated and predicted from copies
+    long_rng = np.random.default_rng(1)
+    long_times = [np.cumsum(long_rng.exponential(1.0, n)) for n in long_rng.integers(150, 320, size=12)]
+    X_long = [np.sin(t * (1 + i % 2))[:, None] + long_rng.normal(size=(len(t), 1)) for i, t in enumerate(long_times)]
 
 
     def parameters(est):
@@ -47,8 +52,11 @@ SETUP = textwrap.dedent(
         if name == "S5Regressor":
             est = S5Regressor(**common).fit(X, y, times=times)
             return est, est.predict(X, times=times)
-        est = S5Classifier(observation_dropout=0.3, **common).fit(X, y > np.median(y), times=times)
-        return est, est.predict_proba(X, times=times)
+        if name == "S5Classifier":
+            est = S5Classifier(observation_dropout=0.3, **common).fit(X, y > np.median(y), times=times)
+            return est, est.predict_proba(X, times=times)
+        est = S5Classifier(**common).fit(X_long, np.arange(12) % 2, times=long_times)
+        return est, est.predict_proba(X_long, times=long_times)
     """
 )
 
@@ -122,6 +130,13 @@ def test_two_processes_fit_as_one(tmp_path):
 def test_two_processes_fit_as_one_with_observation_dropout(tmp_path):
     """Dropped observations are drawn over the whole batch by every process."""
     _fit_as_one(tmp_path, ["S5Classifier"])
+
+
+@pytest.mark.slow
+def test_two_processes_fit_and_predict_long_series_from_copies_as_one(tmp_path):
+    """Under the budget, every process thins alike in training and runs the
+    same copies in validation and prediction."""
+    _fit_as_one(tmp_path, ["S5ClassifierLong"])
 
 
 AGREE = SETUP + textwrap.dedent(
