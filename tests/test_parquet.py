@@ -164,6 +164,22 @@ def test_streamed_fit_and_predict_equal_in_memory(tmp_path):
         np.testing.assert_allclose(chunk.targets[:, 0] * scaling.std[0] + scaling.mean[0], y[positions], rtol=1e-6, atol=1e-6)
 
 
+def test_streamed_hold_ends_equals_in_memory(tmp_path):
+    """`hold_ends=True` from Parquet: the window of every file's series,
+    and the held steps of each chunk's, as in memory."""
+    df = long_frame()
+    path = write(df, tmp_path, files=3, row_group_size=16)
+    streamed = S5Regressor(max_epochs=2, hold_ends=True, **SMALL).fit(path, "y")
+    memory = S5Regressor(max_epochs=2, hold_ends=True, **SMALL).fit(df.drop(columns="y"), per_series_y(df))
+    starts, ends = df.groupby("id")["time"].min(), df.groupby("id")["time"].max()
+    assert streamed.preprocessing_.window == memory.preprocessing_.window == (starts.min(), ends.max())
+    np.testing.assert_array_equal(streamed.predict(path), streamed.predict(df.drop(columns="y")))
+    np.testing.assert_allclose(streamed.predict(path), memory.predict(df.drop(columns="y")), rtol=1e-3, atol=1e-4)
+    # thinned in training: every batch's rows hold exactly the held series' steps
+    thinned = S5Regressor(max_epochs=2, hold_ends=True, **{**SMALL, "observation_dropout": 0.3}).fit(path, "y")
+    np.testing.assert_array_equal(thinned.predict(path), thinned.predict(df.drop(columns="y")))
+
+
 @pytest.mark.parametrize("varying", [False, True])
 def test_statistics_of_shares_merged_equal_one_pass(tmp_path, varying):
     """Each process's statistics of its own files (`share_statistics`),
@@ -188,6 +204,9 @@ def test_statistics_of_shares_merged_equal_one_pass(tmp_path, varying):
             np.testing.assert_array_equal(a, b, err_msg=name)
     assert merged.first.ids == whole.first.ids and merged.missing and whole.missing
     assert merged.gaps.median() == whole.gaps.median()
+    # hold_ends' window: the earliest first and the latest last time stamp
+    assert (merged.first_time, merged.last_time) == (whole.first_time, whole.last_time)
+    assert (whole.first_time, whole.last_time) == (df["time"].min(), df["time"].max())
     assert (merged.varying is None) == (not varying) and str(merged.varying) == str(whole.varying)
     np.testing.assert_array_equal(merged.ledger.parts, np.repeat(np.arange(5), np.bincount(whole.ledger.parts)))
     with pytest.raises(ValueError, match="series 's003' appears again"):

@@ -75,3 +75,98 @@ def test_a_parquet_chunk_goes_through_the_same_check_as_an_in_memory_panel(tmp_p
     with pytest.raises(TypeError) as streamed:
         model.predict(tmp_path / "x.parquet")
     assert str(streamed.value) == str(in_memory.value) == "the model was fitted on datetime times, but X has numeric times"
+
+
+# ----- hold_ends: each series read over the training series' time window -----
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        [2.0, 3.0, 5.5],  # inside the window: a held step before and after
+        [0.0, 1.0, 9.0],  # at the window's start: after only
+        [2.0, 4.0, 10.0],  # at its end: before only
+        [4.0],  # one observation: held both ways
+        [-1.0, 3.0, 12.0],  # beyond the window both ways (a later series): nothing added
+    ],
+)
+def test_held_ends_are_the_series_with_copies_of_its_ends_at_the_window_ends(times):
+    """`held` against the series given copies of its first and last values
+    at the window's ends, its gaps computed from those times."""
+    from s5ts.data import gaps_from_times
+    from s5ts.estimators._preprocessing import held
+
+    times = np.array(times)
+    window, scale, first_gap = (0.0, 10.0), 0.5, 0.7
+    inputs = np.arange(2.0 * len(times)).reshape(-1, 2)
+    naive_times, naive_inputs = list(times), list(inputs)
+    if times[0] > window[0]:
+        naive_times, naive_inputs = [window[0]] + naive_times, [inputs[0]] + naive_inputs
+    if times[-1] < window[1]:
+        naive_times, naive_inputs = naive_times + [window[1]], naive_inputs + [inputs[-1]]
+    got_inputs, got_gaps = held(inputs, times, gaps_from_times(times, scale, first_gap), window, scale, first_gap)
+    np.testing.assert_array_equal(got_inputs, np.array(naive_inputs))
+    np.testing.assert_allclose(got_gaps, gaps_from_times(np.array(naive_times), scale, first_gap), rtol=1e-12)
+
+
+@pytest.mark.parametrize("time_handling", ["gaps", "append"])
+def test_hold_ends_transforms_as_the_held_panel_without_it(time_handling):
+    """The model inputs of `hold_ends=True` are those of the same
+    preprocessing without a window on the panel whose series have copies of
+    their first and last observations at the training window's ends."""
+    import dataclasses
+
+    X, times, y = _data()
+    panel = to_panel(list(X), times=list(times))
+    prep = learn_preprocessing(panel, True, time_handling=time_handling, hold_ends=True)
+    start, end = float(times[:, 0].min()), float(times[:, -1].max())
+    assert prep.window == (start, end)
+    held_X, held_times = [], []
+    for x, t in zip(X, times):
+        before, after = int(t[0] > start), int(t[-1] < end)
+        held_X.append(np.concatenate([x[:1]] * before + [x] + [x[-1:]] * after))
+        held_times.append(np.concatenate([[start]] * before + [t] + [[end]] * after))
+    got = prep.transform(panel)
+    want = dataclasses.replace(prep, window=None).transform(to_panel(held_X, times=held_times))
+    assert [len(g) for g in got.gaps] == [len(t) for t in held_times]
+    for name in ("inputs", "gaps", "extra"):
+        for a, b in zip(getattr(got, name) or (), getattr(want, name) or ()):
+            np.testing.assert_allclose(a, b, rtol=1e-6, err_msg=name)
+
+
+def test_hold_ends_is_kept_with_the_model_and_refused_for_per_step_targets(tmp_path):
+    X, times, y = _data()
+    model = S5Regressor(**TINY, hold_ends=True).fit(X, y, times=times)
+    assert model.preprocessing_.window == (times[:, 0].min(), times[:, -1].max())
+    plain = S5Regressor(**TINY).fit(X, y, times=times)
+    assert plain.preprocessing_.window is None
+    assert not np.allclose(model.predict(X, times=times), plain.predict(X, times=times))
+    model.save(tmp_path / "held")
+    loaded = S5Regressor.load(tmp_path / "held")
+    assert loaded.preprocessing_.window == model.preprocessing_.window
+    np.testing.assert_array_equal(loaded.predict(X, times=times), model.predict(X, times=times))
+    # a later set_params does not change the fitted model's inputs
+    np.testing.assert_array_equal(model.set_params(hold_ends=False).predict(X, times=times), loaded.predict(X, times=times))
+    with pytest.raises(ValueError, match="hold_ends=True .* a target per step"):
+        S5Regressor(**TINY, hold_ends=True).fit(X, X[:, :, :1], times=times)
+
+
+def test_n_steps_counts_the_held_steps_transform_adds():
+    panel = to_panel(
+        [np.ones((n, 1)) for n in (3, 3, 3, 1, 2, 2)],
+        times=[[2.0, 3.0, 5.5], [0.0, 1.0, 9.0], [2.0, 4.0, 10.0], [4.0], [-1.0, 12.0], [11.0, 12.0]],
+    )
+    prep = learn_preprocessing(panel.subset([0, 1, 2, 3]), True, hold_ends=True)  # window (0, 10)
+    assert prep.window == (0.0, 10.0)
+    want = [len(g) for g in prep.transform(panel).gaps]
+    assert want == [5, 4, 4, 3, 2, 3]  # inside, at the start, at the end, one observation, beyond, after it
+    starts, ends = np.array([t[0] for t in panel.times]), np.array([t[-1] for t in panel.times])
+    np.testing.assert_array_equal(prep.n_steps(panel.lengths, starts, ends), want)
+    assert (prep.n_steps(panel.lengths) >= want).all()  # without the times: a bound
+    np.testing.assert_array_equal(learn_preprocessing(panel, True).n_steps(panel.lengths, starts, ends), panel.lengths)
+
+
+def test_hold_ends_refuses_summary_features():
+    X, times, y = _data()
+    with pytest.raises(ValueError, match="summary_features=True .* hold_ends=True"):
+        S5Regressor(**TINY, hold_ends=True, summary_features=True).fit(X, y, times=times)

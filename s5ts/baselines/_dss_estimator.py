@@ -47,7 +47,7 @@ class DSSRegressor(SequenceRegressor):
     shares: `n_layers`, `d_model` (H channels), `state_size` (N complex
     eigenvalues per channel), `init`, `activation`, `prenorm`, `dropout`,
     `dt_min`/`dt_max`, `encoder`, `pooling`, `time_handling`, `first_gap`,
-    `standardize`, `scan`, and the training, checkpoint and input ones
+    `hold_ends`, `standardize`, `scan`, and the training, checkpoint and input ones
     (`ssm_learning_rate` is λ's and log Δ's).
 
     `time_handling` decides how the layers run: `"gaps"` (default) runs the
@@ -74,7 +74,7 @@ class DSSRegressor(SequenceRegressor):
     # What a warm start must not change (it would silently keep the old network).
     _architecture_names = (
         "kernel", "loss", "n_layers", "d_model", "state_size", "init", "activation", "prenorm", "dropout",
-        "encoder", "pooling", "time_handling", "first_gap", "standardize", "scan",
+        "encoder", "pooling", "time_handling", "first_gap", "hold_ends", "standardize", "scan",
     )
 
     @_PARAMETERS

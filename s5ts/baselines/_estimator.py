@@ -76,7 +76,9 @@ class CRURegressor(SequenceRegressor):
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
     }
     # What a warm start must not change (it would silently keep the old network).
-    _architecture_names = ("encoder", "latent_obs_size", "num_basis", "bandwidth", "hidden_size", "first_gap", "standardize")
+    _architecture_names = (
+        "encoder", "latent_obs_size", "num_basis", "bandwidth", "hidden_size", "first_gap", "hold_ends", "standardize",
+    )
 
     @_TRAINING_PARAMETERS
     def __init__(

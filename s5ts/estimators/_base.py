@@ -245,7 +245,8 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         else:
             source = InMemory(task, self._panel(X, times, self.preprocessing_ if fitted else None), y, sample_weight)
         settings = dict(
-            standardize=self.standardize, time_handling=self._time_handling, first_gap=self.first_gap, encoder=self.encoder
+            standardize=self.standardize, time_handling=self._time_handling, first_gap=self.first_gap,
+            encoder=self.encoder, hold_ends=self.hold_ends,
         )
         kept = (self.preprocessing_, self.per_step_, self._target_state) if fitted else None
         return training_data(source, task, settings, fitted=kept, classes=classes)
@@ -534,6 +535,12 @@ class S5Estimator(SequenceEstimator):
     def _check_relations(self) -> None:
         if self.dt_min > self.dt_max:
             raise ValueError(f"dt_min must be <= dt_max, got {self.dt_min!r} > {self.dt_max!r}")
+        if self.hold_ends and self.summary_features:
+            raise ValueError(
+                "summary_features=True summarises each series' own observations, which hold_ends=True "
+                "extends to the training window (its span, count and end values would be the window's): "
+                "set one of them to False"
+            )
         if self.chunk_length is not None and self.bidirectional:
             raise ValueError(
                 "chunk_length needs per-step targets of a causal network; a bidirectional network "

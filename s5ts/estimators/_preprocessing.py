@@ -29,6 +29,28 @@ def _zone(tz) -> str:
     return "tz-naive datetimes" if tz is None else f"tz-aware datetimes ({tz})"
 
 
+def held(inputs: np.ndarray, times: np.ndarray, gaps: np.ndarray, window: tuple[float, float], scale: float,
+         first_gap: float) -> tuple[np.ndarray, np.ndarray]:
+    """A series' model inputs (L, D) and gaps (L,) with its first
+    observation held from the `window`'s start and its last to the
+    window's end: where the series starts after the window's start, one
+    more step before its first, a copy of its inputs at the window's start
+    (gap `first_gap`), the first observation's gap then the time since the
+    window's start; where it ends before the window's end, one more step
+    after its last, a copy of its inputs at the window's end. Under the
+    zero-order hold each step's input holds over the gap before it, so the
+    series reads as the interpolating methods' grid reads it, constant
+    before its first and after its last observation (`hold_ends=True`)."""
+    start, end = window
+    if times[0] > start:
+        inputs = np.concatenate([inputs[:1], inputs])
+        gaps = np.concatenate([[first_gap, (times[0] - start) / scale], gaps[1:]])
+    if times[-1] < end:
+        inputs = np.concatenate([inputs, inputs[-1:]])
+        gaps = np.concatenate([gaps, [(end - times[-1]) / scale]])
+    return inputs, gaps
+
+
 @dataclasses.dataclass(frozen=True)
 class Preprocessing:
     """Everything learned from the training inputs before the network."""
@@ -53,12 +75,17 @@ class Preprocessing:
     # The network's encoder (whether it can take missing values), fixed at
     # fit as `time_handling` is.
     encoder: str = "identity"
+    # `hold_ends=True`: the training series' time window (the earliest first
+    # and the latest last time stamp); each series' first observation is
+    # held from its start and its last to its end (`held`). None: off.
+    window: tuple[float, float] | None = None
 
     def to_json(self) -> dict:
         out = dataclasses.asdict(self)
         out["feature_mean"] = self.feature_mean.tolist()
         out["feature_std"] = self.feature_std.tolist()
         out["columns"] = list(self.columns)
+        out["window"] = None if self.window is None else list(self.window)
         return out
 
     @classmethod
@@ -67,6 +94,8 @@ class Preprocessing:
         data["columns"] = tuple(data["columns"])
         data["feature_mean"] = np.asarray(data["feature_mean"], np.float64)
         data["feature_std"] = np.asarray(data["feature_std"], np.float64)
+        window = data.get("window")  # absent from files saved before hold_ends
+        data["window"] = None if window is None else (float(window[0]), float(window[1]))
         return cls(**data)
 
     @property
@@ -118,7 +147,10 @@ class Preprocessing:
             scaled = scale_values(values, self.scaling, self.feature_mean, self.feature_std)
             if self.missing_indicator:
                 scaled = np.concatenate([scaled, observed.astype(np.float64)], axis=1)
-            step_gaps, channels = handling.inputs(gaps_from_times(times, self.time_scale, self.first_gap))
+            step_gaps = gaps_from_times(times, self.time_scale, self.first_gap)
+            if self.window is not None:
+                scaled, step_gaps = held(scaled, times, step_gaps, self.window, self.time_scale, self.first_gap)
+            step_gaps, channels = handling.inputs(step_gaps)
             inputs.append(scaled.astype(np.float32))
             gaps.append(step_gaps.astype(np.float32))
             extra.append(None if channels is None else channels.astype(np.float32))
@@ -131,6 +163,19 @@ class Preprocessing:
             weights=weights,
             elapsed=handling.elapsed,
         )
+
+    def n_steps(self, lengths: np.ndarray, starts: np.ndarray | None = None, ends: np.ndarray | None = None) -> np.ndarray:
+        """The model steps `transform` gives series of `lengths`
+        observations: as many, and with a window (`hold_ends`) one more
+        for a series that starts after its start and one more for one that
+        ends before its end; given each series' first and last time stamps
+        (`starts`, `ends`), exactly, else at most (two more)."""
+        lengths = np.asarray(lengths, np.int64)
+        if self.window is None:
+            return lengths
+        if starts is None or ends is None:
+            return lengths + 2
+        return lengths + (np.asarray(starts) > self.window[0]) + (np.asarray(ends) < self.window[1])
 
     def n_inputs(self, like: RaggedPanel) -> int:
         """The network's input width for panels like `like` (a checked panel
@@ -154,10 +199,15 @@ class Statistics:
     target_means: list = dataclasses.field(default_factory=list)
     target_stds: list = dataclasses.field(default_factory=list)
     weights: list = dataclasses.field(default_factory=list)
+    starts: list = dataclasses.field(default_factory=list)  # each series' first and last time stamp
+    ends: list = dataclasses.field(default_factory=list)
     varying: ValueError | None = None  # of the first series whose target column varies
     first: RaggedPanel | None = None
     missing: bool = False
     gaps: MedianGap = dataclasses.field(default_factory=MedianGap)
+    #: The earliest first and the latest last time stamp (`hold_ends`' window).
+    first_time: float = np.inf
+    last_time: float = -np.inf
     #: False: the pass of a fitted model, which keeps its preprocessing and
     #: target state: no feature moments, gaps or target moments are gathered.
     learn: bool = True
@@ -169,7 +219,9 @@ class Statistics:
     sample_weight: np.ndarray | None = None
 
     #: The lists with one entry per chunk (those that have any).
-    PER_CHUNK = ("lengths", "counts", "means", "stds", "targets", "target_means", "target_stds", "weights")
+    PER_CHUNK = (
+        "lengths", "counts", "means", "stds", "targets", "target_means", "target_stds", "weights", "starts", "ends",
+    )
 
     @property
     def ids(self) -> list:
@@ -191,6 +243,8 @@ class Statistics:
             first = min(varied, key=lambda part: part.varying_key)
             out.varying, out.varying_key = first.varying, first.varying_key
         out.missing = any(part.missing for part in parts)
+        out.first_time = min(part.first_time for part in parts)
+        out.last_time = max(part.last_time for part in parts)
         for part in parts:
             out.gaps.merge(part.gaps)
         return out
@@ -205,6 +259,8 @@ class Statistics:
         if varying is not None and self.varying is None:
             self.varying, self.varying_key = varying, self.ledger.keys[-1]
         self.lengths.append(panel.lengths)
+        self.starts.append(np.array([t[0] for t in panel.times], np.float64))
+        self.ends.append(np.array([t[-1] for t in panel.times], np.float64))
         if series is not None:
             self.targets.append(series)
         if weights is not None:
@@ -218,17 +274,27 @@ class Statistics:
         self.stds.append(std)
         for t in panel.times:
             self.gaps.add(np.diff(t))
+        self.first_time = min(self.first_time, float(self.starts[-1].min()))
+        self.last_time = max(self.last_time, float(self.ends[-1].max()))
         if steps is not None:
             target_mean, target_std = series_moments(steps)
             self.target_means.append(target_mean)
             self.target_stds.append(target_std)
 
-    def preprocessing(self, standardize, time_handling: str, first_gap: float, weights, encoder: str) -> Preprocessing:
+    def preprocessing(
+        self, standardize, time_handling: str, first_gap: float, weights, encoder: str, hold_ends: bool = False
+    ) -> Preprocessing:
         """The `Preprocessing`: the features' scaling (`standardize`: True
         is `"global"`, False `"none"`, `"auto"` resolved here: `_scaling`)
         with each series weighted by `weights`; an observed-channel mask if
         any value is missing; the time scale, the median gap (unweighted:
-        it describes the sampling, not the series' importance)."""
+        it describes the sampling, not the series' importance); with
+        `hold_ends`, the training series' time window."""
+        if hold_ends and self.per_step:
+            raise ValueError(
+                "hold_ends=True adds held steps before and after a series, which per-step targets "
+                "do not have: y has a target per step here; set hold_ends=False"
+            )
         counts, means, stds = (np.concatenate(a) for a in (self.counts, self.means, self.stds))
         like = self.first  # the columns, kind of time, time zone
         never = np.flatnonzero(~(counts.sum(axis=0) > 0))
@@ -262,12 +328,16 @@ class Statistics:
             tz=like.tz,
             explicit_times=not like.default_times,
             encoder=encoder,
+            window=(self.first_time, self.last_time) if hold_ends else None,
         )
 
 
-def learn_preprocessing(panel: RaggedPanel, standardize, time_handling="gaps", first_gap=1.0, weights=None, encoder="identity"):
+def learn_preprocessing(
+    panel: RaggedPanel, standardize, time_handling="gaps", first_gap=1.0, weights=None, encoder="identity",
+    hold_ends=False,
+):
     """The `Preprocessing` of the training `panel`, each series weighted by
     `weights`: `Statistics.preprocessing` of one chunk."""
     stats = Statistics()
     stats.add(SeriesChunk(panel, {}, 0, 0))
-    return stats.preprocessing(standardize, time_handling, first_gap, weights, encoder)
+    return stats.preprocessing(standardize, time_handling, first_gap, weights, encoder, hold_ends)

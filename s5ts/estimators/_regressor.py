@@ -111,7 +111,10 @@ class S5Regressor(SequenceRegressor, S5Estimator):
       ("mean" | "max" | "last", for sequence-level targets).
     - Time: `time_handling` = "gaps" (S5) | "drop" (every gap 1: S5-drop) |
       "append" (gap 1 and the real gap appended as a feature: S5-append);
-      `first_gap`, the interval before the first observation; `input_hold`
+      `first_gap`, the interval before the first observation; `hold_ends`
+      (each series read over the training window, its first and last
+      observations held to the window's ends; one target per series);
+      `input_hold`
       = "gap" (an observation's input is held over the gap before it: S5's
       ZOH) | "unit" (every observation weighs as after a unit gap: for
       event-like inputs) | "mixed" (half the states each).

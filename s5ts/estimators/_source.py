@@ -32,10 +32,11 @@ class AbstractSource(abc.ABC):
         (`Statistics`); `per_step`: a fitted model's (None: unfitted)."""
 
     @abc.abstractmethod
-    def sequences(self, stats: Statistics, make: Callable, elapsed: tuple) -> SequenceData:
+    def sequences(self, stats: Statistics, make: Callable, elapsed: tuple, lengths: np.ndarray) -> SequenceData:
         """The model-ready training data: `make(panel, positions, steps)`
         of every chunk (`positions`: its series' places in `stats`;
-        `steps`: their per-step targets, or None)."""
+        `steps`: their per-step targets, or None), of `lengths` steps
+        (`Preprocessing.n_steps`)."""
 
 
 @final
@@ -59,7 +60,7 @@ class InMemory(AbstractSource):
         stats.add(SeriesChunk(self.panel, {}, 0, 0), series=None if stepped else values, steps=values if stepped else None)
         return stats
 
-    def sequences(self, stats, make, elapsed):
+    def sequences(self, stats, make, elapsed, lengths):
         return make(self.panel, np.arange(self.panel.n_series), self.targets.values if stats.per_step else None)
 
 
@@ -119,4 +120,6 @@ def training_data(
         targets = task.encode(steps, panel, state)[0] if per_step else encoded[positions]
         return prep.transform(panel, targets, per_step, None if weights is None else weights[positions])
 
-    return prep, per_step, state, source.sequences(stats, make, prep.handling.elapsed), prep.n_inputs(stats.first)
+    lengths = prep.n_steps(*(np.concatenate(getattr(stats, name)) for name in ("lengths", "starts", "ends")))
+    data = source.sequences(stats, make, prep.handling.elapsed, lengths)
+    return prep, per_step, state, data, prep.n_inputs(stats.first)

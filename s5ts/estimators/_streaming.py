@@ -284,7 +284,7 @@ class ParquetSource(AbstractSource):
             stats.series_y = _targets_by_id(self.y, self.source.id_col)
         return stats
 
-    def sequences(self, stats, make, elapsed):
+    def sequences(self, stats, make, elapsed, lengths):
         source, owners, ledger = self.source, self.owners, stats.ledger
         targets = self.targets if stats.per_step else None
 
@@ -296,7 +296,6 @@ class ParquetSource(AbstractSource):
                 yield positions, make(chunk.panel, positions, steps)
 
         shares = None if owners is None else FileShares(ledger.parts, owners)
-        lengths = np.concatenate(stats.lengths)
         return StreamedSequences(lengths=lengths, chunks=chunks, per_step=stats.per_step, elapsed=elapsed, shares=shares)
 
 
@@ -333,7 +332,11 @@ def predict(
             yield positions, prep.transform(panel)
 
     shares = None if owners is None else FileShares(fragment, owners)
-    data = StreamedSequences(lengths=lengths, chunks=chunks, per_step=estimator.per_step_, cap_length=False, shares=shares)
+    # the id column alone gives no times: at most the steps of a held window
+    # (a bound pads more; predictions do not depend on padding)
+    data = StreamedSequences(
+        lengths=prep.n_steps(lengths), chunks=chunks, per_step=estimator.per_step_, cap_length=False, shares=shares
+    )
     outputs = predict_outputs(estimator.model_, data, estimator.batch_size, backprop, thinning)
     if owners is not None:  # every process's chunks, in file order
         records = sorted((r for part in allgather_objects(records) for r in part), key=lambda r: r[:2])

@@ -33,7 +33,7 @@ from ._steps import SeriesScale, last_values, observation_steps, query_steps, st
 PARAMETERS = SharedParameters(
     exclude=(
         "bidirectional", "encoder", "pooling", "time_handling", "standardize", "scan", "warm_start",
-        "observation_dropout", "checkpoint_dir", "checkpoint_every", "packing", "summary_features",
+        "observation_dropout", "checkpoint_dir", "checkpoint_every", "packing", "summary_features", "hold_ends",
     ),
     max_epochs=200,
     batch_size=4,  # 8 until 2026-12-06: level or worse and 1.8x the seconds (docs/forecasting.md, "Defaults")
