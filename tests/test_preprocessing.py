@@ -170,3 +170,36 @@ def test_hold_ends_refuses_summary_features():
     X, times, y = _data()
     with pytest.raises(ValueError, match="summary_features=True .* hold_ends=True"):
         S5Regressor(**TINY, hold_ends=True, summary_features=True).fit(X, y, times=times)
+
+
+def test_auto_holds_the_ends_of_short_series_on_numeric_or_timedelta_times_only():
+    from s5ts.estimators._preprocessing import AUTO_HOLD_MAX_OBSERVATIONS
+
+    rng = np.random.default_rng(0)
+
+    def panel(n_obs, kind="numeric"):
+        times = [np.sort(rng.choice(np.arange(30.0), n_obs, replace=False)) for _ in range(9)]
+        if kind == "datetime":
+            times = [pd.Timestamp("2024-01-01") + pd.to_timedelta(t, "D") for t in times]
+        elif kind == "timedelta":
+            times = [pd.to_timedelta(t, "D") for t in times]
+        return to_panel([rng.normal(size=(n_obs, 1)) for _ in times], times=times)
+
+    short = AUTO_HOLD_MAX_OBSERVATIONS
+    assert learn_preprocessing(panel(short), True, hold_ends="auto").window is not None
+    assert learn_preprocessing(panel(short, "timedelta"), True, hold_ends="auto").window is not None
+    assert learn_preprocessing(panel(short + 1), True, hold_ends="auto").window is None  # long enough for their shape
+    assert learn_preprocessing(panel(short, "datetime"), True, hold_ends="auto").window is None  # calendar times
+    assert learn_preprocessing(panel(short, "datetime"), True, hold_ends=True).window is not None  # asked for
+    assert learn_preprocessing(panel(short), True, time_handling="drop", hold_ends="auto").window is None
+    assert learn_preprocessing(panel(short), True, hold_ends=False).window is None
+
+
+def test_auto_holds_no_ends_with_per_step_targets_or_summary_features():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(12, 4, 1))
+    times = np.sort(rng.uniform(0, 10, size=(12, 4)), axis=1)
+    y = X[:, :, 0].mean(axis=1)
+    assert S5Regressor(**TINY).fit(X, y, times=times).preprocessing_.window is not None  # the default, "auto"
+    assert S5Regressor(**TINY).fit(X, X, times=times).preprocessing_.window is None  # a target per step
+    assert S5Regressor(**TINY, summary_features=True).fit(X, y, times=times).preprocessing_.window is None

@@ -106,6 +106,11 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         """How times become the network's gaps (see S5's `time_handling`)."""
         return "gaps"
 
+    @property
+    def _hold_ends(self):
+        """`hold_ends` as the preprocessing reads it (True, False or "auto")."""
+        return self.hold_ends
+
     @abc.abstractmethod
     def build_network(self, n_inputs: int, per_step: bool, n_outputs: int, key):
         """The network, from this estimator's parameters alone (it is built
@@ -246,7 +251,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             source = InMemory(task, self._panel(X, times, self.preprocessing_ if fitted else None), y, sample_weight)
         settings = dict(
             standardize=self.standardize, time_handling=self._time_handling, first_gap=self.first_gap,
-            encoder=self.encoder, hold_ends=self.hold_ends,
+            encoder=self.encoder, hold_ends=self._hold_ends,
         )
         kept = (self.preprocessing_, self.per_step_, self._target_state) if fitted else None
         return training_data(source, task, settings, fitted=kept, classes=classes)
@@ -529,13 +534,18 @@ class S5Estimator(SequenceEstimator):
     def _time_handling(self) -> str:
         return self.time_handling
 
+    @property
+    def _hold_ends(self):
+        # summary features describe a series' own observations: "auto" holds no ends under them
+        return False if self.hold_ends == "auto" and self.summary_features else self.hold_ends
+
     def _config(self) -> TrainingConfig:
         return TrainingConfig.from_estimator(self, **time_handling_for(self.time_handling).thinning(self.observation_dropout))
 
     def _check_relations(self) -> None:
         if self.dt_min > self.dt_max:
             raise ValueError(f"dt_min must be <= dt_max, got {self.dt_min!r} > {self.dt_max!r}")
-        if self.hold_ends and self.summary_features:
+        if self.hold_ends is True and self.summary_features:
             raise ValueError(
                 "summary_features=True summarises each series' own observations, which hold_ends=True "
                 "extends to the training window (its span, count and end values would be the window's): "

@@ -89,7 +89,7 @@ S5_PARAMETERS = (
     _p("summary_features", False, "boolean", roles=("network", "s5")),
     _p("time_handling", "gaps", StrOptions(set(TIME_HANDLINGS)), roles=("network", "s5")),
     _p("first_gap", 1.0, _positive(Real), roles=("network",)),
-    _p("hold_ends", False, "boolean", roles=("network",)),
+    _p("hold_ends", "auto", "boolean", StrOptions({"auto"}), roles=("network",)),
     _p("standardize", "auto", "boolean", StrOptions({"auto", "global", "series"}), roles=("network",)),
     _p("max_epochs", 75, _at_least(Integral, 1)),
     _p("batch_size", 32, _at_least(Integral, 1)),

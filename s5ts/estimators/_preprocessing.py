@@ -24,6 +24,11 @@ from ._scaling import (
 )
 from ._time_handling import AbstractTimeHandling, time_handling_for
 
+#: `hold_ends="auto"`: hold the ends of panels whose series have at most
+#: this many observations (the median), one target each, on numeric or
+#: timedelta times (docs/estimators.md, "Held ends").
+AUTO_HOLD_MAX_OBSERVATIONS = 5
+
 
 def _zone(tz) -> str:
     return "tz-naive datetimes" if tz is None else f"tz-aware datetimes ({tz})"
@@ -281,16 +286,34 @@ class Statistics:
             self.target_means.append(target_mean)
             self.target_stds.append(target_std)
 
+    def holds_ends(self, hold_ends, time_handling: str) -> bool:
+        """Whether `hold_ends` (True, False or "auto") holds this panel's
+        ends: "auto" for one target per series, numeric or timedelta times
+        (a shared origin is likely; calendar times are not held), a time
+        handling that sees the gaps, and series of at most
+        `AUTO_HOLD_MAX_OBSERVATIONS` observations (the median): few
+        observations place a series in time poorly, and long ones carry
+        their answer in their shape."""
+        if hold_ends != "auto":
+            return bool(hold_ends)
+        lengths = np.concatenate(self.lengths)
+        return (
+            not self.per_step
+            and self.first.time_kind != "datetime"
+            and time_handling != "drop"
+            and float(np.median(lengths)) <= AUTO_HOLD_MAX_OBSERVATIONS
+        )
+
     def preprocessing(
-        self, standardize, time_handling: str, first_gap: float, weights, encoder: str, hold_ends: bool = False
+        self, standardize, time_handling: str, first_gap: float, weights, encoder: str, hold_ends=False
     ) -> Preprocessing:
         """The `Preprocessing`: the features' scaling (`standardize`: True
         is `"global"`, False `"none"`, `"auto"` resolved here: `_scaling`)
         with each series weighted by `weights`; an observed-channel mask if
         any value is missing; the time scale, the median gap (unweighted:
         it describes the sampling, not the series' importance); with
-        `hold_ends`, the training series' time window."""
-        if hold_ends and self.per_step:
+        `hold_ends` (`holds_ends`), the training series' time window."""
+        if hold_ends is True and self.per_step:
             raise ValueError(
                 "hold_ends=True adds held steps before and after a series, which per-step targets "
                 "do not have: y has a target per step here; set hold_ends=False"
@@ -304,6 +327,7 @@ class Statistics:
                 f"{self.ids[0]!r} to {self.ids[-1]!r}): a feature never observed cannot be learned; "
                 "drop it before fitting"
             )
+        hold_ends = self.holds_ends(hold_ends, time_handling)
         scaling = {True: "global", False: "none"}.get(standardize, standardize)
         location, scale = np.zeros(like.n_features), np.ones(like.n_features)
         if scaling in ("global", "auto"):
