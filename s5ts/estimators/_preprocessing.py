@@ -210,9 +210,6 @@ class Statistics:
     first: RaggedPanel | None = None
     missing: bool = False
     gaps: MedianGap = dataclasses.field(default_factory=MedianGap)
-    #: The earliest first and the latest last time stamp (`hold_ends`' window).
-    first_time: float = np.inf
-    last_time: float = -np.inf
     #: False: the pass of a fitted model, which keeps its preprocessing and
     #: target state: no feature moments, gaps or target moments are gathered.
     learn: bool = True
@@ -232,6 +229,16 @@ class Statistics:
     def ids(self) -> list:
         return self.ledger.ids
 
+    @property
+    def first_time(self) -> float:
+        """The earliest first time stamp (`hold_ends`' window starts there)."""
+        return float(np.concatenate(self.starts).min())
+
+    @property
+    def last_time(self) -> float:
+        """The latest last time stamp (`hold_ends`' window ends there)."""
+        return float(np.concatenate(self.ends).max())
+
     @classmethod
     def merged(cls, parts: list["Statistics"]) -> "Statistics":
         """The statistics of every process's share (`parts`) as one pass over
@@ -248,8 +255,6 @@ class Statistics:
             first = min(varied, key=lambda part: part.varying_key)
             out.varying, out.varying_key = first.varying, first.varying_key
         out.missing = any(part.missing for part in parts)
-        out.first_time = min(part.first_time for part in parts)
-        out.last_time = max(part.last_time for part in parts)
         for part in parts:
             out.gaps.merge(part.gaps)
         return out
@@ -279,8 +284,6 @@ class Statistics:
         self.stds.append(std)
         for t in panel.times:
             self.gaps.add(np.diff(t))
-        self.first_time = min(self.first_time, float(self.starts[-1].min()))
-        self.last_time = max(self.last_time, float(self.ends[-1].max()))
         if steps is not None:
             target_mean, target_std = series_moments(steps)
             self.target_means.append(target_mean)
