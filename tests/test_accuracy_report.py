@@ -79,3 +79,36 @@ def test_the_command_carries_the_settings_that_change_scores(monkeypatch):
     command = R.command_line()
     assert command.startswith("JAX_NUM_CPU_DEVICES=2 XLA_FLAGS='--xla_cpu_enable_fast_math=true --flag=1' ")
     assert command.endswith(plain[plain.index("python3 "):])
+
+
+def test_auc_is_of_the_second_class_and_only_on_two_class_sets():
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.linspace(-1, 1, 40)[:, None]
+    noisy = np.array(["high" if v > 0 else "low" for v in x[:, 0] + np.sin(37 * x[:, 0])])
+    frames = [D.frame(np.arange(2.0), np.zeros(2), ["v"])] * 40
+    data = D.Dataset("two", "classification", "panel", frames, noisy, frames, noisy, None, 2)
+    model = LogisticRegression().fit(x, noisy)
+    assert list(model.classes_) == ["high", "low"]  # the second class is "low": high x, low probability
+    expected = np.mean([(a > b) + 0.5 * (a == b)
+                        for a in model.predict_proba(x)[noisy == "low", 1]
+                        for b in model.predict_proba(x)[noisy == "high", 1]])
+    assert A.is_binary(data) and np.isclose(A.auc(data, model, x), expected)
+    assert A.auc(data, model, x) > 0.5  # probabilities of the right class, not of the first one
+    three = D.Dataset("three", "classification", "panel", frames[:3], np.array([0, 1, 2]), frames[:3],
+                      np.array([0, 1, 2]), None, 2)
+    assert not A.is_binary(three) and A.auc(three, model, x[:3]) is None
+
+
+def test_the_report_adds_the_auc_of_two_class_sets_and_its_mean_rank():
+    results = _results()
+    for r, value in zip(results, (0.95, 0.97, 0.5, None, 0.8, 0.6)):
+        r.auc = value
+    methods = [A.METHODS[m] for m in ("s5_gaps", "minirocket", "hgb")]
+    context = {"command": "x", "date": "d", "machine": "m", "versions": "v", "s5_params": {}, "seeds": [0],
+               "total_s": 60.0, "max_series": 400, "cores": 2}
+    text = A.report(results, [_dataset(DEV), _dataset(CON)], methods, context)
+    assert "| UnitTest | dev | AUC | 0.950 | **0.970** | 0.500 |" in text
+    assert "| GunPoint | con | AUC | fail | **0.800** | 0.600 |" in text
+    assert "| **development** (1) |  | mean rank by AUC | 2.00 | 1.00 | 3.00 |" in text
+    assert "| **confirmation** (1) |  | mean rank by AUC | 3.00 | 1.00 | 2.00 |" in text
