@@ -625,9 +625,12 @@ def report(results, datasets, methods, context: dict) -> str:
     ]
     binary = [d for d in datasets if is_binary(d)]
     if binary:
-        by_auc = [[f"**{half}** ({len(of)})", "mean rank by AUC", *mean_ranks(results, of, names, lambda r: r.auc)]
-                  for half in (D.DEVELOPMENT, D.CONFIRMATION)
-                  for of in [[d for d in binary if d.half == half]] if of]
+        by_auc = []
+        for half in (D.DEVELOPMENT, D.CONFIRMATION):
+            members = [d for d in binary if d.half == half]
+            if members:
+                by_auc.append([f"**{half}** ({len(members)})", "", "mean rank by AUC",
+                               *mean_ranks(results, members, names, lambda r: r.auc)])
         parts += [
             "",
             "Two-class sets: ROC AUC of each method's predicted probability of the second class (less moved by"
@@ -636,7 +639,7 @@ def report(results, datasets, methods, context: dict) -> str:
             "",
             table(["data set", "half", "metric"] + names,
                   [[row[0], row[1], "AUC", *row[3:]] for row in score_rows(results, binary, names, lambda r: r.auc)]
-                  + [[row[0], "", *row[1:]] for row in by_auc]),
+                  + by_auc),
         ]
     if regression:
         parts += [
