@@ -90,7 +90,7 @@ class DSSRegressor(SequenceRegressor):
     def _task(self) -> Regression:
         return Regression(self.loss)
 
-    def _config(self) -> TrainingConfig:
+    def _config(self, lengths=None) -> TrainingConfig:
         return TrainingConfig.from_estimator(self, **time_handling_for(self.time_handling).thinning(self.observation_dropout))
 
     def _check_relations(self) -> None:

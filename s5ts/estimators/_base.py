@@ -155,7 +155,9 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             )
         return prep.check(panel, what)
 
-    def _config(self) -> TrainingConfig:
+    def _config(self, lengths: np.ndarray | None = None) -> TrainingConfig:
+        """The training settings; `lengths`, the steps of the series a fit
+        trains on, for settings that depend on them (None outside a fit)."""
         return TrainingConfig.from_estimator(self)
 
     # ----- fitting -----
@@ -186,7 +188,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             # In memory every process holds all the data; streamed, each
             # reads its own files of one data set (checked by `_streaming`).
             check_same_data(data_digest(data if isinstance(data, Sequences) else None, given_valid))
-        config = self._config()
+        config = self._config(data.lengths)
         fingerprint = None
         if config.checkpoint_dir is not None:
             if partial or fitted:
@@ -232,12 +234,12 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         except NonFiniteLossError as error:
             if error.result is None:
                 raise FloatingPointError(f"{error} No epoch finished: the estimator is unchanged.") from error
-            self._commit(prep, per_step, target_state, error.result, rng, n_inputs)
+            self._commit(prep, per_step, target_state, error.result, rng, n_inputs, config)
             raise FloatingPointError(
                 f"{error} The estimator keeps the best parameters of the epochs that finished "
                 f"(epoch {error.result.best_epoch})."
             ) from error
-        self._commit(prep, per_step, target_state, result, rng, n_inputs)
+        self._commit(prep, per_step, target_state, result, rng, n_inputs, config)
         return self
 
     def _training_data(self, X, y, times, sample_weight, fitted: bool, classes=None):
@@ -293,8 +295,9 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             raise ValueError("validation_data's y must have the same layout (per series / per step) as y")
         return prep.transform(panel, targets, per_step, task.weights(None, targets, target_state))
 
-    def _commit(self, prep, per_step, target_state, result: TrainingResult, rng, n_inputs):
-        """Assign every fitted attribute (only ever assigned, never deleted)."""
+    def _commit(self, prep, per_step, target_state, result: TrainingResult, rng, n_inputs, config: TrainingConfig):
+        """Assign every fitted attribute (only ever assigned, never deleted);
+        `config`, the settings the fit trained with."""
         self.preprocessing_ = prep
         self.per_step_ = per_step
         self._target_state = target_state
@@ -303,7 +306,8 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         self._rng_ = rng
         self._architecture_ = self._architecture_params()
         # how the fit thinned its series, which `predict` follows (`forward_batches`)
-        self._thinning_ = self._config().thinning
+        self._thinning_ = config.thinning
+        self.time_warp_ = float(config.time_warp)
         self.n_model_inputs_ = n_inputs
         self.history_ = list(result.state.history)
         self.best_epoch_ = result.best_epoch
@@ -474,6 +478,7 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
             "interrupted": self.interrupted_,
             "fitted": self._task().to_json(self._target_state),
             "thinning": dataclasses.asdict(self._thinning_),
+            "time_warp": self.time_warp_,
         }
         buffer = io.BytesIO()
         eqx.tree_serialise_leaves(buffer, self.model_)
@@ -499,11 +504,19 @@ class SequenceEstimator(BaseEstimator, metaclass=abc.ABCMeta):
         model = eqx.tree_deserialise_leaves(io.BytesIO(weights), skeleton)
         # Files written before the encoder was kept with the preprocessing: the estimator's.
         prep = Preprocessing.from_json({"encoder": header["params"]["encoder"], **header["preprocessing"]})
-        state = TrainingState(model=model, opt_state=estimator._config().init_optimizer_state(model), history=header["history"])
+        config = estimator._config()
+        state = TrainingState(model=model, opt_state=config.init_optimizer_state(model), history=header["history"])
         result = TrainingResult(model=model, state=state, best_epoch=header["best_epoch"], interrupted=header["interrupted"])
-        estimator._commit(prep, header["per_step"], target_state, result, np.random.default_rng(0), header["n_model_inputs"])
-        # Files written before the fit's thinning was saved: trained without a budget.
-        estimator._thinning_ = Thinning(**header.get("thinning", {"rate": estimator._thinning_.rate}))
+        # Files written before the fit's thinning was saved: trained without a budget;
+        # before time warps: trained without.
+        thinning = Thinning(**header.get("thinning", {"rate": config.thinning.rate}))
+        config = dataclasses.replace(
+            config, observation_dropout=thinning.rate, observation_budget=thinning.budget,
+            time_warp=header.get("time_warp", 0.0),
+        )
+        estimator._commit(
+            prep, header["per_step"], target_state, result, np.random.default_rng(0), header["n_model_inputs"], config
+        )
         return estimator
 
     @property
@@ -539,8 +552,11 @@ class S5Estimator(SequenceEstimator):
         # summary features describe a series' own observations: "auto" holds no ends under them
         return False if self.hold_ends == "auto" and self.summary_features else self.hold_ends
 
-    def _config(self) -> TrainingConfig:
-        return TrainingConfig.from_estimator(self, **time_handling_for(self.time_handling).thinning(self.observation_dropout))
+    def _config(self, lengths: np.ndarray | None = None) -> TrainingConfig:
+        handling = time_handling_for(self.time_handling)
+        return TrainingConfig.from_estimator(
+            self, **handling.thinning(self.observation_dropout), time_warp=handling.time_warp(self.time_warp, lengths)
+        )
 
     def _check_relations(self) -> None:
         if self.dt_min > self.dt_max:

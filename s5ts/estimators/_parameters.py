@@ -103,6 +103,7 @@ S5_PARAMETERS = (
     _p("tol", 1e-4, _at_least(Real, 0)),
     _p("min_epoch_steps", 20, _at_least(Integral, 1), None, roles=("s5",)),
     _p("observation_dropout", "auto", Interval(Real, 0, 1, closed="left"), StrOptions({"auto"}), roles=("s5",)),
+    _p("time_warp", "auto", Interval(Real, 0, None, closed="left"), StrOptions({"auto"}), roles=("s5",)),
     _p("scan", "auto", StrOptions(set(SCAN_METHODS)), roles=("network", "s5")),
     _p("packing", "auto", StrOptions({"auto"}), "boolean", roles=("s5",)),
     _p("random_state", None, "random_state", roles=("run",)),

@@ -130,7 +130,10 @@ class S5Regressor(SequenceRegressor, S5Estimator):
       one's: augmentation for irregular series; "auto": 0.3, and series
       longer than about 180 observations thinned to about 128 and
       predicted as the mean over 8 such thinned copies, or 0 under
-      `time_handling="drop"`), `random_state`, `verbose`
+      `time_handling="drop"`), `time_warp` (σ of smooth random stretches
+      of the training batches' gaps, never of predictions; "auto": 0.2
+      under `time_handling="gaps"` where the training series have a
+      median of at least 20 steps, else 0), `random_state`, `verbose`
       (progress bar), `warm_start`, `scan`.
     - Resumable fits: `checkpoint_dir` (None: no checkpoints; a directory:
       the fit saves its state there every `checkpoint_every` epochs, and a

@@ -21,6 +21,12 @@ import numpy as np
 #: `observation_dropout="auto"`: the observations a training batch keeps
 #: of a long series, about (docs/estimators.md, "Observation dropout").
 AUTO_OBSERVATION_BUDGET = 128
+#: `time_warp="auto"`: the σ of the training batches' time warps
+#: (`s5ts.training.TimeWarp`) where the training series have a median of
+#: at least `AUTO_TIME_WARP_MIN_LENGTH` steps, under a time handling that
+#: reads the gaps (docs/estimators.md, "Time warps").
+AUTO_TIME_WARP = 0.2
+AUTO_TIME_WARP_MIN_LENGTH = 20
 
 
 class AbstractTimeHandling(abc.ABC):
@@ -37,6 +43,9 @@ class AbstractTimeHandling(abc.ABC):
     #: for which a thinned series is another sample of the same one; under
     #: "drop" it would only shift the steps (docs/estimators.md).
     auto_observation_dropout: ClassVar[float]
+    #: Whether `time_warp="auto"` warps: only where the gaps are each
+    #: step's discretisation step, the setting it was measured in.
+    auto_time_warp: ClassVar[bool]
 
     def thinning(self, observation_dropout: float | str) -> dict:
         """The training settings (`TrainingConfig`'s `observation_dropout`
@@ -48,6 +57,19 @@ class AbstractTimeHandling(abc.ABC):
             return {"observation_dropout": observation_dropout, "observation_budget": None}
         rate = self.auto_observation_dropout
         return {"observation_dropout": rate, "observation_budget": AUTO_OBSERVATION_BUDGET if rate > 0 else None}
+
+    def time_warp(self, time_warp: float | str, lengths: np.ndarray | None) -> float:
+        """The σ of the training batches' time warps (`TrainingConfig.time_warp`)
+        of an estimator's `time_warp`: a number as given; `"auto"`,
+        `AUTO_TIME_WARP` where this handling warps and the training series
+        (`lengths`, their steps) have a median of at least
+        `AUTO_TIME_WARP_MIN_LENGTH`, else 0 (also without `lengths`: no
+        training)."""
+        if time_warp != "auto":
+            return float(time_warp)
+        if not self.auto_time_warp or lengths is None or len(lengths) == 0:
+            return 0.0
+        return AUTO_TIME_WARP if np.median(lengths) >= AUTO_TIME_WARP_MIN_LENGTH else 0.0
 
     @abc.abstractmethod
     def inputs(self, gaps: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -63,6 +85,7 @@ class Gaps(AbstractTimeHandling):
     elapsed = ("gaps",)
     n_extra = 0
     auto_observation_dropout = 0.3
+    auto_time_warp = True
 
     def inputs(self, gaps):
         return gaps, None
@@ -75,6 +98,7 @@ class Drop(AbstractTimeHandling):
     elapsed = ()
     n_extra = 0
     auto_observation_dropout = 0.0
+    auto_time_warp = False
 
     def inputs(self, gaps):
         return np.ones_like(gaps), None
@@ -87,6 +111,7 @@ class Append(AbstractTimeHandling):
     elapsed = ("extra",)
     n_extra = 1
     auto_observation_dropout = 0.3
+    auto_time_warp = False
 
     def inputs(self, gaps):
         return np.ones_like(gaps), gaps[:, None]

@@ -34,6 +34,7 @@ PARAMETERS = SharedParameters(
     exclude=(
         "bidirectional", "encoder", "pooling", "time_handling", "standardize", "scan", "warm_start",
         "observation_dropout", "checkpoint_dir", "checkpoint_every", "packing", "summary_features", "hold_ends",
+        "time_warp",
     ),
     max_epochs=200,
     batch_size=4,  # 8 until 2026-12-06: level or worse and 1.8x the seconds (docs/forecasting.md, "Defaults")

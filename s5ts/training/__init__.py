@@ -1,5 +1,5 @@
-"""Training: batching of `Sequences` and thinning them (observation
-dropout), the optimiser and its schedule, the loop, early stopping,
+"""Training: batching of `Sequences`, thinning them (observation
+dropout) and warping their time (`TimeWarp`), the optimiser and its schedule, the loop, early stopping,
 device placement (also across `jax.distributed` processes, and the
 shares of streamed files each process reads), losses, the
 compilation cache and checkpoints of the loop (Orbax, for resumable fits).
@@ -77,6 +77,7 @@ from ._shards import FileShares, ShardedStep, file_owners, own_files, shard_plan
 from ._split import Split, Static
 from ._streaming import StreamedSequences
 from ._thinning import PREDICTION_COPIES, Thinning, copies_kept, cut_batch, keep_observations, thin_observations
+from ._warping import TimeWarp
 
 __all__ = [
     "AbstractBackprop",
@@ -154,6 +155,7 @@ __all__ = [
     "steps_per_epoch",
     "thin_observations",
     "Thinning",
+    "TimeWarp",
     "cut_batch",
     "to_default_device",
     "train",

@@ -43,6 +43,7 @@ from ._optimizer import init_optimizer_state, make_optimizer, schedule_scales, w
 from ._sequences import SequenceData, batch_rows, iterate_batches, packed_for
 from ._split import Split
 from ._thinning import Thinning, copies_kept, cut_batch, keep_observations
+from ._warping import TimeWarp
 
 # ----- compile time, from JAX's own monitoring events -----
 
@@ -369,6 +370,9 @@ class TrainingConfig:
     #: Thin series longer than about this many observations further, to
     #: about this many (`Thinning`; the estimators' `observation_dropout="auto"`).
     observation_budget: int | None = None
+    #: σ of the training batches' time warps (`TimeWarp`; 0: none; the
+    #: estimators' `time_warp`).
+    time_warp: float = 0.0
     checkpoint_dir: str | os.PathLike | None = None
     checkpoint_every: int = 1
     #: Pack training batches end to end (`packed_for`): "auto" where length
@@ -383,6 +387,11 @@ class TrainingConfig:
         """How training batches thin their series, and so which series a
         prediction averages over thinned copies (`forward_batches`)."""
         return Thinning(self.observation_dropout, self.observation_budget)
+
+    @property
+    def warping(self) -> TimeWarp:
+        """How training batches warp their series' time."""
+        return TimeWarp(float(self.time_warp))
 
     def passes_per_epoch(self, n_batches: int) -> int:
         """Passes over the training data in one epoch: enough for
@@ -538,6 +547,8 @@ def train(
     first_step, start = state.step, 0
     stopping = EarlyStopping(config.n_iter_no_change, config.tol, start=config.warmup_epochs)
     best_model, best_epoch = state.model, len(state.history) - 1
+    warping = config.warping
+    warp_seed = warping.seed(rng)  # before a checkpoint restores the generator: the same on resuming
     checkpoints = None
     if config.checkpoint_dir is not None:
         if schedule != "cosine":
@@ -555,6 +566,7 @@ def train(
     # Replicated over the devices that share each batch; back on the default
     # device in the result.
     placement = placement_for(rows)
+    mine = placement.local_rows or slice(0, rows)  # this process's rows of each batch
     model, opt_state, best_model = placement.replicate((state.model, state.opt_state, best_model))
     # Rows split over several devices: data parallelism written out (`_loss_and_grads`).
     mesh = None if placement.rows is None or placement.rows.is_fully_replicated else placement.rows.mesh
@@ -587,17 +599,21 @@ def train(
                 scales = schedule_scales(np.arange(n_steps) + step, None, warmup_steps)
             losses = []
             batches = itertools.chain.from_iterable(
-                iterate_batches(
-                    train_data,
-                    rows,
-                    shuffle=True,
-                    rng=rng,
-                    observation_dropout=config.observation_dropout,
-                    observation_budget=config.observation_budget,
-                    place=False,
-                    cut=backprop.cuts_thinned,
+                warping.batches(
+                    iterate_batches(
+                        train_data,
+                        rows,
+                        shuffle=True,
+                        rng=rng,
+                        observation_dropout=config.observation_dropout,
+                        observation_budget=config.observation_budget,
+                        place=False,
+                        cut=backprop.cuts_thinned,
+                    ),
+                    TimeWarp.pass_generator(warp_seed, epoch, n),
+                    n_series=len(train_data), rows=rows, mine=mine, elapsed=train_data.elapsed,
                 )
-                for _ in range(passes)
+                for n in range(passes)
             )
             states = None  # carried from piece to piece, afresh at each batch's first
             chain, step_data = step_keys(key, n_steps)
