@@ -61,7 +61,7 @@ def test_each_lineage_row_is_s5_with_its_one_option_changed(name):
 def test_the_dss_row_shares_s5s_setting_where_it_has_it():
     model = make_model("DSS", PRESETS["tiny"], seed=0)
     assert isinstance(model, DSSRegressor)
-    shared = {k: v for k, v in S5_PAPER_CONFIG.items() if k not in ("blocks", "discretization")}
+    shared = {k: v for k, v in S5_PAPER_CONFIG.items() if k not in ("blocks", "discretization", "time_warp")}
     assert all(model.get_params()[k] == v for k, v in shared.items())
     with pytest.raises(ValueError, match="S4D-Lin"):
         make_model("S6", PRESETS["tiny"], seed=0)

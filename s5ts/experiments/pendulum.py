@@ -46,6 +46,7 @@ S5_PAPER_CONFIG = dict(
     standardize=False,
     min_epoch_steps=None,  # the paper's epochs: one pass over the data,
     observation_dropout=0.0,  # every frame of every sequence
+    time_warp=0.0,  # every gap as it is (the paper has no warps)
 )
 
 #: CRU's published training setting (the CRU paper).
@@ -117,7 +118,7 @@ def make_model(name: str, preset: Preset, seed: int, *, verbose: bool = False):
     if name in VARIANTS:
         return S5Regressor(**S5_PAPER_CONFIG, **common, **VARIANTS[name], max_epochs=preset.s5_epochs)
     if name == "DSS":  # one diagonal SSM per channel: no blocks of a shared state, no choice of discretisation
-        shared = {k: v for k, v in S5_PAPER_CONFIG.items() if k not in ("blocks", "discretization")}
+        shared = {k: v for k, v in S5_PAPER_CONFIG.items() if k not in ("blocks", "discretization", "time_warp")}
         return DSSRegressor(**shared, **common, max_epochs=preset.s5_epochs)
     if name == "CRU":
         return CRURegressor(**CRU_PAPER_CONFIG, **common, max_epochs=preset.cru_epochs)

@@ -6,10 +6,10 @@ multiplied by exp(σ f(k)), where f is a piecewise-linear function of the
 step index k through `knots` standard normal values spread evenly over the
 row's observed steps (its padding, and where a batch is cut, change
 nothing): smooth, so neighbouring gaps stretch alike and a
-series keeps its order and its shape, with a median factor of 1. The
-warp is drawn afresh for every row of every training batch, from a
-generator of its own for each pass over the data; evaluation
-and prediction never warp. Only what the network reads as time changes
+series keeps its order and its shape, with a median factor of 1. Each
+series draws its knots afresh on every pass over the training data, by
+its position, from a generator of that pass (rows packed with several
+series draw per row); evaluation and prediction never warp. Only what the network reads as time changes
 (`elapsed`, the keys observation dropout adds up): under
 `time_handling="drop"` there is none, and a warp changes nothing.
 
