@@ -496,6 +496,22 @@ def test_save_and_load_round_trip(tmp_path, reg, clf, data, labelled):
     np.testing.assert_array_equal(loaded_clf.predict_proba(labelled[0]), clf.predict_proba(labelled[0]))
 
 
+@pytest.mark.parametrize("estimator", [S5Regressor, S5Classifier])
+def test_max_mean_pooling_reads_twice_the_features_and_saves(tmp_path, estimator):
+    """pooling="max_mean": the head reads the max and the mean (2 * d_model
+    features); the fit saves and loads like any other."""
+    X, y = make_frames(12, seed=3)
+    if estimator is S5Classifier:
+        y = np.where(y > np.median(y), "hi", "lo")
+    model = estimator(**FAST, max_epochs=2, pooling="max_mean").fit(X, y)
+    assert model.model_.head.in_features == 2 * FAST["d_model"]
+    model.save(tmp_path / "m.s5")
+    loaded = estimator.load(tmp_path / "m.s5")
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    with pytest.raises(ValueError, match="pooling"):
+        estimator(**FAST, pooling="max+mean").fit(X, y)
+
+
 def test_pickle_and_joblib_round_trip_in_a_fresh_process(tmp_path, reg, data):
     X, _ = data
     with open(tmp_path / "model.pkl", "wb") as f:

@@ -18,7 +18,9 @@ from s5ts.nn import (
     make_activation,
     masked_last,
     masked_max,
+    masked_max_mean,
     masked_mean,
+    pooled_width,
 )
 
 
@@ -28,7 +30,8 @@ def make_network(getkey, *, pooling="none", bidirectional=False, n_extra=0, acti
         for _ in range(2)
     ]
     return SequenceNetwork(
-        IdentityEncoder(3), blocks, GaussianHead(8, 2, 8, key=getkey()), n_extra=n_extra, pooling=pooling, key=getkey()
+        IdentityEncoder(3), blocks, GaussianHead(pooled_width(pooling, 8), 2, 8, key=getkey()), n_extra=n_extra,
+        pooling=pooling, key=getkey(),
     )
 
 
@@ -60,7 +63,7 @@ def test_chunked_run_equals_whole(x64, getkey):
         np.testing.assert_allclose(s, w, rtol=1e-9, atol=1e-10)
 
 
-@pytest.mark.parametrize("pooling", ["none", "mean", "max", "last"])
+@pytest.mark.parametrize("pooling", ["none", "mean", "max", "last", "max_mean"])
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_padding_invariance_and_nan_padding(getkey, pooling, bidirectional):
     net = make_network(getkey, pooling=pooling, bidirectional=bidirectional, n_extra=1)
@@ -89,14 +92,14 @@ def test_padding_invariance_and_nan_padding(getkey, pooling, bidirectional):
         np.testing.assert_allclose(out, outputs[0], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("pooling", ["none", "mean", "max"])
+@pytest.mark.parametrize("pooling", ["none", "mean", "max", "max_mean"])
 def test_batch_equals_vmap_of_the_call(getkey, pooling):
     # `batch` runs the encoder on all B·L steps in one vmap (the pendulum
     # CNN: rank-4 image batches for XLA); the outputs, dropout draws and
     # gradients are those of the per-sequence call, vmapped.
     blocks = [S5Block(8, 4, 2, dropout=0.3, key=getkey()) for _ in range(2)]
     net = SequenceNetwork(
-        PendulumCNN(out_features=6, key=getkey()), blocks, GaussianHead(8, 2, 8, key=getkey()),
+        PendulumCNN(out_features=6, key=getkey()), blocks, GaussianHead(pooled_width(pooling, 8), 2, 8, key=getkey()),
         n_extra=1, pooling=pooling, key=getkey(),
     )
     rng = np.random.default_rng(4)
@@ -139,6 +142,14 @@ def test_masked_pooling():
     np.testing.assert_allclose(masked_max(h, jnp.zeros(3, bool)), [0.0, 0.0, 0.0])
     grad = jax.grad(lambda h: jnp.sum(masked_max(h, jnp.array([True, True, False]))))(h)
     np.testing.assert_allclose(grad, [[0.0, 1.0, 1.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    # max_mean: the max, then the mean of the observed steps (a float64 loop).
+    rng = np.random.default_rng(5)
+    h, mask = rng.normal(size=(6, 4)), np.array([True, False, True, True, False, False])
+    h[~mask] = 1e6  # padding never read
+    expected = [max(h[k, j] for k in range(6) if mask[k]) for j in range(4)]
+    expected += [sum(h[k, j] for k in range(6) if mask[k]) / mask.sum() for j in range(4)]
+    np.testing.assert_allclose(masked_max_mean(jnp.asarray(h, jnp.float32), jnp.asarray(mask)), expected, rtol=1e-6)
+    assert pooled_width("max_mean", 8) == 16 and pooled_width("max", 8) == pooled_width("none", 8) == 8
 
 
 def test_dropout_needs_key_only_in_training(getkey):

@@ -14,7 +14,7 @@ from test_selective import with_weight
 
 from conftest import float64_module, unchecked
 from s5ts.data import pack_rows, pad_batch
-from s5ts.nn import S5SSM, IdentityEncoder, S5Block, SequenceNetwork, backward_gaps, n_summaries
+from s5ts.nn import S5SSM, IdentityEncoder, S5Block, SequenceNetwork, backward_gaps, n_summaries, pooled_width
 from s5ts.nn._irregular_scan import irregular_scan
 
 LENGTHS = (7, 1, 12)  # a one-step series in the middle
@@ -200,7 +200,9 @@ def test_a_reset_of_the_wrong_shape_is_named(getkey):
                        reset=jnp.zeros(3, bool))
 
 
-@pytest.mark.parametrize("pooling,summaries", [("max", False), ("mean", False), ("last", False), ("max", True)])
+@pytest.mark.parametrize(
+    "pooling,summaries", [("max", False), ("mean", False), ("last", False), ("max_mean", False), ("max", True)]
+)
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_a_network_on_packed_rows_equals_it_on_padded_rows(x64, getkey, pooling, summaries, bidirectional):
     """`SequenceNetwork.packed` on series laid out by `pack_rows` gives each
@@ -208,7 +210,7 @@ def test_a_network_on_packed_rows_equals_it_on_padded_rows(x64, getkey, pooling,
     gradient, of `batch` on the same series padded one per row."""
     rng = np.random.default_rng(7)
     blocks = [S5Block(8, 4, 2, bidirectional=bidirectional, key=getkey()) for _ in range(2)]
-    head = eqx.nn.Linear(8 + (n_summaries(3) if summaries else 0), 2, key=getkey())
+    head = eqx.nn.Linear(pooled_width(pooling, 8) + (n_summaries(3) if summaries else 0), 2, key=getkey())
     net = float64_module(SequenceNetwork(IdentityEncoder(3), blocks, head, pooling=pooling, summaries=summaries,
                                          key=getkey()))
     lengths = [9, 3, 14, 1, 6, 11]

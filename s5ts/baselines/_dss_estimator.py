@@ -19,7 +19,7 @@ from ..estimators import (
     SharedParameters,
     time_handling_for,
 )
-from ..nn import GaussianHead, make_encoder
+from ..nn import GaussianHead, make_encoder, pooled_width
 from ..training import TrainingConfig
 from ._dss import DSS_KERNELS, DSSBlock, DSSNetwork
 
@@ -111,10 +111,12 @@ class DSSRegressor(SequenceRegressor):
             )
             for k in jax.random.split(k_blocks, self.n_layers)
         ]
+        pooling = "none" if per_step else self.pooling
+        n_in = pooled_width(pooling, self.d_model)
         if self.loss == "gaussian_nll":
-            head = GaussianHead(self.d_model, n_outputs, self.d_model, key=k_head)
+            head = GaussianHead(n_in, n_outputs, self.d_model, key=k_head)
         else:
-            head = eqx.nn.Linear(self.d_model, n_outputs, key=k_head)
+            head = eqx.nn.Linear(n_in, n_outputs, key=k_head)
         time_handling = time_handling_for(self.time_handling)
         return DSSNetwork(
             make_encoder(self.encoder, n_inputs, key=k_enc),
@@ -122,6 +124,6 @@ class DSSRegressor(SequenceRegressor):
             head,
             regular=time_handling.name != "gaps",
             n_extra=time_handling.n_extra,
-            pooling="none" if per_step else self.pooling,
+            pooling=pooling,
             key=k_proj,
         )

@@ -32,6 +32,7 @@ from ..nn import (
     make_blocks,
     make_encoder,
     n_summaries,
+    pooled_width,
 )
 from ..training import (
     AbstractBackprop,
@@ -539,8 +540,9 @@ class S5Estimator(SequenceEstimator):
     _architecture_names = NETWORK_PARAMETERS
 
     def _make_head(self, n_in: int, n_outputs: int, key):
-        """The head: a linear map from its `n_in` features (`d_model`, and
-        the summary features when read) to the network's outputs."""
+        """The head: a linear map from its `n_in` features (`d_model`, twice
+        that under `pooling="max_mean"`, and the summary features when
+        read) to the network's outputs."""
         return eqx.nn.Linear(n_in, n_outputs, key=key)
 
     @property
@@ -586,13 +588,14 @@ class S5Estimator(SequenceEstimator):
             )
         k_enc, k_proj, k_head, k_blocks = jax.random.split(key, 4)
         blocks = make_blocks(self.n_layers, key=k_blocks, **block_settings(self))
-        n_in = self.d_model + (n_summaries(n_inputs) if self.summary_features else 0)
+        pooling = "none" if per_step else self.pooling
+        n_in = pooled_width(pooling, self.d_model) + (n_summaries(n_inputs) if self.summary_features else 0)
         return SequenceNetwork(
             make_encoder(self.encoder, n_inputs, key=k_enc),
             blocks,
             self._make_head(n_in, n_outputs, k_head),
             n_extra=time_handling_for(self.time_handling).n_extra,
-            pooling="none" if per_step else self.pooling,
+            pooling=pooling,
             summaries=self.summary_features,
             key=k_proj,
         )

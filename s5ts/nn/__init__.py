@@ -31,7 +31,19 @@ from ._discretisation import (
 from ._encoders import ENCODERS, IdentityEncoder, PendulumCNN, make_encoder
 from ._init import INITS, block_diagonal_hippo, diagonalised_hippo_n, hippo_n, initial_eigenvalues
 from ._model import AbstractPackedSequenceModel, AbstractSequenceModel, AbstractSSM, AbstractStatefulSequenceModel
-from ._network import POOLINGS, POOLS, GaussianHead, MLPHead, SequenceNetwork, elup1, masked_last, masked_max, masked_mean
+from ._network import (
+    POOLINGS,
+    POOLS,
+    GaussianHead,
+    MLPHead,
+    SequenceNetwork,
+    elup1,
+    masked_last,
+    masked_max,
+    masked_max_mean,
+    masked_mean,
+    pooled_width,
+)
 from ._scan import SCAN_METHODS, linear_scan, resolve_scan_method
 from ._selection import SELECTIONS, Fixed, Scaled, Selection, Split, make_selection, selected_steps
 from ._ssm import S5SSM, backward_gaps
@@ -81,7 +93,9 @@ __all__ = [
     "elup1",
     "masked_last",
     "masked_max",
+    "masked_max_mean",
     "masked_mean",
+    "pooled_width",
     "SCAN_METHODS",
     "linear_scan",
     "resolve_scan_method",

@@ -73,8 +73,22 @@ def masked_last(h: Float[Array, "L H"], mask: Bool[Array, " L"]) -> Float[Array,
     return h[index]
 
 
-#: The sequence-level poolings, each (L, H) features and (L,) mask → (H,).
-POOLS = {"mean": masked_mean, "max": masked_max, "last": masked_last}
+def masked_max_mean(h: Float[Array, "L H"], mask: Bool[Array, " L"]) -> Float[Array, " 2*H"]:
+    """Each feature's largest value and its mean over the observed steps,
+    side by side (`masked_max`, then `masked_mean`)."""
+    return jnp.concatenate([masked_max(h, mask), masked_mean(h, mask)])
+
+
+#: The sequence-level poolings, each (L, H) features and (L,) mask → (H,)
+#: (`"max_mean"`: (2H,), `pooled_width`).
+POOLS = {"mean": masked_mean, "max": masked_max, "last": masked_last, "max_mean": masked_max_mean}
+
+
+def pooled_width(pooling: str, d_model: int) -> int:
+    """How many features a pooling of `d_model` features gives the head
+    (`"none"`: each step's `d_model`)."""
+    return 2 * d_model if pooling == "max_mean" else d_model
+
 
 def segment_mean(h: Float[Array, "N H"], ids: Int[Array, " N"], n: int) -> Float[Array, "n H"]:
     counts = jax.ops.segment_sum(jnp.ones(ids.shape, h.dtype), ids, n)
@@ -93,9 +107,14 @@ def segment_last(h: Float[Array, "N H"], ids: Int[Array, " N"], n: int) -> Float
     return h[jnp.clip(last, 0, ids.shape[0] - 1)]
 
 
+def segment_max_mean(h: Float[Array, "N H"], ids: Int[Array, " N"], n: int) -> Float[Array, "n 2*H"]:
+    """`segment_max` and `segment_mean` side by side, as `masked_max_mean`."""
+    return jnp.concatenate([segment_max(h, ids, n), segment_mean(h, ids, n)], axis=-1)
+
+
 #: The poolings of `POOLS` over segments of steps (`SequenceNetwork.packed`):
 #: (N, H) features, (N,) segment ids and the number of segments → (n, H).
-SEGMENT_POOLS = {"mean": segment_mean, "max": segment_max, "last": segment_last}
+SEGMENT_POOLS = {"mean": segment_mean, "max": segment_max, "last": segment_last, "max_mean": segment_max_mean}
 
 #: `SequenceNetwork`'s `pooling` values: "none" (an output per step) or a pooling.
 POOLINGS = ("none", *POOLS)
@@ -113,11 +132,12 @@ class SequenceNetwork(AbstractStatefulSequenceModel, AbstractPackedSequenceModel
     - `n_extra`: features appended after the encoder (e.g. the gap, for the
       paper's S5-append ablation).
     - `pooling`: `"none"` (an output per step), `"mean"`, `"max"` (each
-      feature's largest value over the steps) or `"last"` (one output per
-      sequence, padding excluded).
+      feature's largest value over the steps), `"last"` or `"max_mean"`
+      (the max and the mean side by side: the head reads 2·`d_model`
+      features, `pooled_width`); one output per sequence, padding excluded.
     - `summaries`: with a pooling, the head reads the pooled features with
       the series' summary features appended (`s5ts.nn.sequence_summaries`
-      of its inputs and gaps: `d_model + n_summaries(d_in)` features in).
+      of its inputs and gaps: `pooled_width + n_summaries(d_in)` features in).
     - `blocks`: a sequence of `S5Block`s (all with the same `d_model`).
     - `dtype`: of the input projection (None: JAX's default float); build
       the encoder, blocks and head with the same one.
