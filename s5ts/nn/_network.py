@@ -86,8 +86,14 @@ POOLS = {"mean": masked_mean, "max": masked_max, "last": masked_last, "max_mean"
 
 def pooled_width(pooling: str, d_model: int) -> int:
     """How many features a pooling of `d_model` features gives the head
-    (`"none"`: each step's `d_model`)."""
-    return 2 * d_model if pooling == "max_mean" else d_model
+    (`"none"`: each step's `d_model`): the width of its `POOLS` function's
+    output, read from its shape without computing it."""
+    if pooling == "none":
+        return d_model
+    if pooling not in POOLS:
+        raise ValueError(f"pooling must be one of {('none', *POOLS)}, got {pooling!r}")
+    features = jax.ShapeDtypeStruct((1, d_model), jnp.float32)
+    return jax.eval_shape(POOLS[pooling], features, jax.ShapeDtypeStruct((1,), jnp.bool_)).shape[-1]
 
 
 def segment_mean(h: Float[Array, "N H"], ids: Int[Array, " N"], n: int) -> Float[Array, "n H"]:
