@@ -85,7 +85,7 @@ S5_PARAMETERS = (
     _p("dt_max", 1.0, _positive(Real), roles=("s5",)),
     _p("dropout", 0.0, Interval(Real, 0, 1, closed="left"), roles=("network", "s5")),
     _p("encoder", "identity", StrOptions(set(ENCODERS)), roles=("network",)),
-    _p("pooling", "max", StrOptions(set(POOLS)), roles=("network", "s5")),
+    _p("pooling", "max_mean", StrOptions(set(POOLS)), roles=("network", "s5")),
     _p("summary_features", False, "boolean", roles=("network", "s5")),
     _p("time_handling", "gaps", StrOptions(set(TIME_HANDLINGS)), roles=("network", "s5")),
     _p("first_gap", 1.0, _positive(Real), roles=("network",)),
