@@ -377,7 +377,8 @@ class DSSNetwork(AbstractSequenceModel):
       recurrence over the gaps (a softmax block then raises a ValueError).
     - `n_extra`: features appended after the encoder (the real gap, for
       S5's "append" time handling).
-    - `pooling`: `"none"` (an output per step), `"mean"`, `"max"`, `"last"`.
+    - `pooling`: `"none"` (an output per step) or one of `POOLS`: `"mean"`,
+      `"max"`, `"last"`, `"max_mean"` (the head reads `pooled_width` features).
     - `key`, `dtype` (of the input projection).
 
     **Call:** `net(u (L, D), gaps (L,), mask (L,) | None, extra (L, n_extra)

@@ -108,7 +108,7 @@ class S5Regressor(SequenceRegressor, S5Estimator):
       "bilinear"), `bidirectional`, `activation` ("gelu" | "glu" |
       "half_glu" | "half_glu2"), `prenorm`, `dropout`, `dt_min`/`dt_max` (initial
       timescales), `encoder` ("identity" | "pendulum_cnn"), `pooling`
-      ("mean" | "max" | "last", for sequence-level targets).
+      ("max_mean" | "max" | "mean" | "last", for sequence-level targets).
     - Time: `time_handling` = "gaps" (S5) | "drop" (every gap 1: S5-drop) |
       "append" (gap 1 and the real gap appended as a feature: S5-append);
       `first_gap`, the interval before the first observation; `hold_ends`
