@@ -229,8 +229,10 @@ def test_constant_schedule_after_warmup():
 
 def test_a_small_data_set_passes_over_its_data_until_an_epoch_has_min_epoch_steps():
     config = TrainingConfig(min_epoch_steps=10)
-    assert [config.passes_per_epoch(n) for n in (1, 3, 10, 16)] == [10, 4, 1, 1]
+    assert [config.epoch_steps(n) for n in (1, 3, 7, 10, 16)] == [10, 10, 10, 10, 16]  # the last pass cut short
+    assert [config.passes_per_epoch(n) for n in (1, 3, 7, 10, 16)] == [10, 4, 2, 1, 1]
     assert TrainingConfig().passes_per_epoch(1) == 1  # None: one pass (CRU, the forecaster)
+    assert [TrainingConfig().epoch_steps(n) for n in (1, 3)] == [1, 3]
     X, y = series_of_lengths([6] * 20, 2)
     tiny = dict(n_layers=1, d_model=4, state_size=2, max_epochs=2, batch_size=8, validation_fraction=0.0)
     steps = {}
@@ -238,7 +240,7 @@ def test_a_small_data_set_passes_over_its_data_until_an_epoch_has_min_epoch_step
         model = S5Regressor(**tiny, min_epoch_steps=min_steps, random_state=0).fit(X, y)
         steps[min_steps] = model._training_state_.step
         assert len(model.history_) == 2
-    assert steps == {None: 2 * 3, 7: 2 * 3 * 3}  # 3 batches; 3 passes of them reach 7 steps
+    assert steps == {None: 2 * 3, 7: 2 * 7}  # 3 batches; the third pass stops at the seventh step
 
 
 def test_early_stopping_waits_for_the_warm_up_and_a_real_gain():

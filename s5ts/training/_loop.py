@@ -393,14 +393,24 @@ class TrainingConfig:
         """How training batches warp their series' time."""
         return TimeWarp(float(self.time_warp))
 
-    def passes_per_epoch(self, n_batches: int) -> int:
-        """Passes over the training data in one epoch: enough for
-        `min_epoch_steps` optimiser steps (1 when None), so that a small data
-        set, whose epoch is one or two batches, is not stopped after a
-        hundred steps."""
+    def epoch_steps(self, n_batches: int) -> int:
+        """Optimiser steps in one epoch of data that makes `n_batches` a
+        pass: one pass, or `min_epoch_steps` if that is more, so that a
+        small data set, whose epoch would be one or two batches, is not
+        stopped after a hundred steps. Such an epoch passes over the data
+        as often as it takes (`passes_per_epoch`), each pass shuffled, and
+        ends where its steps do, in the last pass if need be: every data
+        set of fewer than `min_epoch_steps` batches makes the same steps an
+        epoch (until 2026-12-07 an epoch was whole passes: 32 steps for 16
+        batches, 21 for 7)."""
         if self.min_epoch_steps is None:
-            return 1
-        return math.ceil(self.min_epoch_steps / n_batches)
+            return n_batches
+        return max(n_batches, self.min_epoch_steps)
+
+    def passes_per_epoch(self, n_batches: int) -> int:
+        """Passes over the training data that an epoch starts (the last
+        may be cut short: `epoch_steps`)."""
+        return math.ceil(self.epoch_steps(n_batches) / n_batches)
 
     @classmethod
     def from_estimator(cls, estimator, **resolved) -> "TrainingConfig":
@@ -539,7 +549,7 @@ def train(
     rows = train_data.rows_per_batch(rows)
     batches_per_pass = backprop.steps(train_data, rows)
     passes = config.passes_per_epoch(batches_per_pass)
-    n_steps = passes * batches_per_pass
+    n_steps = config.epoch_steps(batches_per_pass)  # the last pass may be cut short
     warmup_steps = config.warmup_epochs * n_steps
     ssm_rate = config.ssm_learning_rate if config.ssm_learning_rate is not None else config.learning_rate
     optimizer = make_optimizer(float(config.weight_decay), config.grad_clip)
