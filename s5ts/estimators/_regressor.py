@@ -124,8 +124,9 @@ class S5Regressor(SequenceRegressor, S5Estimator):
       `validation_fraction` and `n_iter_no_change` (early stopping on
       validation MSE, best parameters kept; "auto": 0.2 of the series
       from 100 training series on, none below), `min_epoch_steps` (an epoch
-      passes over the data until it has made this many optimiser steps;
-      None: one pass), `observation_dropout` (each training batch drops
+      makes this many optimiser steps, or one pass if that is more: a
+      smaller data set is passed over until then, the last pass cut
+      short; None: one pass), `observation_dropout` (each training batch drops
       each observation with this probability, its gap added to the next
       one's: augmentation for irregular series; "auto": 0.3, and series
       longer than about 180 observations thinned to about 128 and
