@@ -401,8 +401,7 @@ class TrainingConfig:
         as often as it takes (`passes_per_epoch`), each pass shuffled, and
         ends where its steps do, in the last pass if need be: every data
         set of fewer than `min_epoch_steps` batches makes the same steps an
-        epoch (until 2026-12-07 an epoch was whole passes: 32 steps for 16
-        batches, 21 for 7)."""
+        epoch."""
         if self.min_epoch_steps is None:
             return n_batches
         return max(n_batches, self.min_epoch_steps)
@@ -549,7 +548,7 @@ def train(
     rows = train_data.rows_per_batch(rows)
     batches_per_pass = backprop.steps(train_data, rows)
     passes = config.passes_per_epoch(batches_per_pass)
-    n_steps = config.epoch_steps(batches_per_pass)  # the last pass may be cut short
+    n_steps = config.epoch_steps(batches_per_pass)
     warmup_steps = config.warmup_epochs * n_steps
     ssm_rate = config.ssm_learning_rate if config.ssm_learning_rate is not None else config.learning_rate
     optimizer = make_optimizer(float(config.weight_decay), config.grad_clip)
@@ -627,7 +626,9 @@ def train(
             )
             states = None  # carried from piece to piece, afresh at each batch's first
             chain, step_data = step_keys(key, n_steps)
-            for scale, step_key, (first, batch) in zip(scales, step_data, backprop.pieces(batches, rows)):
+            # the epoch ends at its n_steps-th step, inside its last pass if need be
+            pieces = itertools.islice(backprop.pieces(batches, rows), n_steps)
+            for scale, step_key, (first, batch) in zip(scales, step_data, pieces):
                 rates = {"regular": np.float32(config.learning_rate * scale), "ssm": np.float32(ssm_rate * scale)}
                 progress.before_step(batch)
                 states = backprop.initial_states(model, rows) if first else states
