@@ -1,5 +1,5 @@
 """Accuracy of s5ts's default estimators against the tools users would pick
-instead, on 32 irregular data sets split once, by a fixed rule, into a
+instead, on 36 irregular data sets split once, by a fixed rule, into a
 development half and a confirmation half.
 
 What it measures: for each data set (see `_accuracy_data.py`) every method is
@@ -72,7 +72,7 @@ the seed (the report records the cores it ran on).
 
 Run from the repository root:
 
-    python3 benchmarks/accuracy_real.py                  # full run: 32 sets, 3 seeds, writes docs/accuracy.md
+    python3 benchmarks/accuracy_real.py                  # full run: 36 sets, 3 seeds, writes docs/accuracy.md
     python3 benchmarks/accuracy_real.py --half development --no-docs   # the half to tune on
     python3 benchmarks/accuracy_real.py --quick          # 4 small development sets, 1 seed, short S5 runs
     python3 benchmarks/accuracy_real.py --datasets Milk,rhythm --methods s5_gaps,hgb \\

@@ -24,13 +24,15 @@ CONFIRMATION = {
 }
 
 
-def rederived(entries, seed: int, added=frozenset()) -> dict[str, str]:
+def rederived(entries, seed: int, added=frozenset(), added_to_development=frozenset()) -> dict[str, str]:
     """The rule of `split_halves`' docstring, written again from it."""
     halves, sizes = {}, {"development": 0, "confirmation": 0}
     for e in entries:
         if e.name in added:
             halves[e.name] = "confirmation"
-    entries = [e for e in entries if e.name not in added]
+        elif e.name in added_to_development:
+            halves[e.name] = "development"
+    entries = [e for e in entries if e.name not in halves]
     for kind in sorted({e.kind for e in entries}):
         groups = sorted({e.group for e in entries if e.kind == kind})
         rng = np.random.default_rng([seed, zlib.crc32(kind.encode())])
@@ -47,10 +49,14 @@ def rederived(entries, seed: int, added=frozenset()) -> dict[str, str]:
 
 def test_the_halves_are_the_rules():
     entries = list(D.REGISTRY.values())
-    assert D.HALVES == rederived(entries, D.SPLIT_SEED, D.ADDED_TO_CONFIRMATION) == D.split_halves(entries)
+    added = D.ADDED_TO_CONFIRMATION | D.ADDED_TO_DEVELOPMENT
+    assert not D.ADDED_TO_CONFIRMATION & D.ADDED_TO_DEVELOPMENT
+    assert D.HALVES == rederived(entries, D.SPLIT_SEED, D.ADDED_TO_CONFIRMATION, D.ADDED_TO_DEVELOPMENT) \
+        == D.split_halves(entries)
     # The data sets added later leave the rule's dealing of the others as it was.
-    dealt = D.split_halves([e for e in entries if e.name not in D.ADDED_TO_CONFIRMATION])
+    dealt = D.split_halves([e for e in entries if e.name not in added])
     assert all(D.HALVES[n] == h for n, h in dealt.items())
+    assert all(D.HALVES[n] == "development" for n in D.ADDED_TO_DEVELOPMENT)
     assert {n for n, h in D.HALVES.items() if h == "confirmation"} == CONFIRMATION
     reordered = entries[::-1]  # the registry's order does not matter
     assert D.split_halves(reordered) == D.HALVES
