@@ -1,7 +1,9 @@
 """Feature scaling (`standardize`): "series" against a Python loop in
-float64, the "auto" rule, the edge cases (constant series, a single
-observation, a feature a series never observes), weights, and the
-estimators' use of it (fitted `preprocessing_.scaling`, predict, save/load)."""
+float64, the prior of its per-series variances (it recovers the prior it
+was drawn from) and their moderation, the "auto" rule, the edge cases
+(constant series, a single observation, a feature a series never
+observes), weights, and the estimators' use of it (fitted
+`preprocessing_.scaling`, predict, save/load)."""
 
 from __future__ import annotations
 
@@ -13,14 +15,16 @@ import pytest
 
 from s5ts import S5Classifier, S5Regressor
 from s5ts.data import to_panel
-from s5ts.estimators._preprocessing import learn_preprocessing
+from s5ts.estimators._preprocessing import Preprocessing, learn_preprocessing
 from s5ts.estimators._scaling import (
     AUTO_SERIES_RATIO,
     SCALE_FLOOR,
     choose_scaling,
+    moderated_std,
     reference_from_moments,
     scale_values,
     series_statistics,
+    variance_prior,
 )
 
 FAST = dict(
@@ -56,7 +60,19 @@ def _loop_reference(series: list[np.ndarray], weights=None):
     return m, s
 
 
-def _loop_scaled(x: np.ndarray, m, s):
+def _loop_moderated(seen: list[float], d0: float, s0: float) -> float:
+    """σ̃ of one feature of one series from its observed values, in float64."""
+    n = len(seen)
+    mu = sum(seen) / n
+    if d0 == 0:
+        return math.sqrt(sum((v - mu) ** 2 for v in seen) / n)
+    if math.isinf(d0) or n == 1:
+        return math.sqrt(s0)
+    unbiased = sum((v - mu) ** 2 for v in seen) / (n - 1)
+    return math.sqrt((d0 * s0 + (n - 1) * unbiased) / (d0 + n - 1))
+
+
+def _loop_scaled(x: np.ndarray, m, s, prior=None):
     """One series scaled by "series", a loop over features and steps."""
     L, k = x.shape
     out = np.zeros((L, 3 * k))
@@ -65,6 +81,8 @@ def _loop_scaled(x: np.ndarray, m, s):
         if seen:
             mu = sum(seen) / len(seen)
             sd = math.sqrt(sum((v - mu) ** 2 for v in seen) / len(seen))
+            if prior is not None:
+                sd = _loop_moderated(seen, prior[0][j], prior[1][j])
         else:
             mu, sd = m[j], s[j]
         sd = max(sd, SCALE_FLOOR * s[j])
@@ -106,6 +124,55 @@ def test_series_scaling_equals_a_python_loop_in_float64():
     # the edge cases: neutral level and scale for a feature never seen, z = 0 for a constant
     np.testing.assert_allclose(scale_values(X[0], "series", location, scale)[:, [0, 2, 4]], 0.0, atol=1e-12)
     np.testing.assert_allclose(scale_values(X[1], "series", location, scale)[:, 1], 0.0)
+    # moderated standard deviations, with a finite, an infinite and a zero d0
+    for prior in [(np.array([3.0, 0.5]), np.array([2.0, 0.1])), (np.array([np.inf, 0.0]), np.array([4.0, 1.0]))]:
+        for x in X:
+            got = scale_values(x, "series", location, scale, prior)
+            np.testing.assert_allclose(got, _loop_scaled(x, m, s, prior), rtol=1e-10, atol=1e-12)
+    assert learn_preprocessing(to_panel(X), "series").variance_prior is not None
+    assert learn_preprocessing(to_panel(X), "global").variance_prior is None
+
+
+def _drawn_from_a_prior(d0: float, s0: float, n: int = 4000, seed: int = 0):
+    """Series of 2-10 normal values whose variances are drawn from the
+    scaled inverse χ² prior (d0, s0²)."""
+    rng = np.random.default_rng(seed)
+    variances = d0 * s0 / rng.chisquare(d0, n) if np.isfinite(d0) else np.full(n, s0)
+    return [rng.normal(5.0, math.sqrt(v), (int(rng.integers(2, 11)), 1)) for v in variances]
+
+
+@pytest.mark.parametrize("d0, s0", [(4.0, 2.0), (12.0, 0.3)])
+def test_variance_prior_recovers_the_prior_the_variances_were_drawn_from(d0, s0):
+    counts, _, stds = series_statistics(_drawn_from_a_prior(d0, s0))
+    got_d0, got_s0 = variance_prior(counts, stds, np.ones(1))
+    assert abs(got_d0[0] / d0 - 1) < 0.25 and abs(got_s0[0] / s0 - 1) < 0.1, (got_d0, got_s0)
+
+
+def test_variance_prior_is_flat_for_scales_of_five_orders_and_a_point_for_one_scale():
+    counts, _, stds = series_statistics(_heterogeneous(n=200))  # feature 0 spans five orders
+    d0, s0 = variance_prior(counts, stds, np.ones(2))
+    assert d0[0] < 0.5  # PLAID-like: each series keeps about its own scale
+    counts, _, one_stds = series_statistics(_drawn_from_a_prior(np.inf, 1.5))
+    one_d0, one_s0 = variance_prior(counts, one_stds, np.ones(1))
+    assert one_d0[0] > 20 and abs(one_s0[0] / 1.5 - 1) < 0.07  # one scale: short series drawn to it
+    x = _heterogeneous(n=200)[7]
+    own = np.nanstd(x, axis=0)
+    moderated = moderated_std(own, np.full(2, float(len(x))), d0, s0)
+    assert abs(math.log(moderated[0] / own[0])) < abs(math.log(own[0])) / 4  # kept near its own
+    # too few series of two values or more: no prior, each series its own
+    counts, _, stds = series_statistics([np.ones((1, 1)), np.ones((1, 1)), np.array([[1.0], [2.0]])])
+    d0, _ = variance_prior(counts, stds, np.ones(1))
+    assert d0[0] == 0 and moderated_std(np.array([0.5]), np.array([2.0]), d0, np.ones(1))[0] == 0.5
+
+
+def test_a_preprocessing_saved_before_the_prior_reads_as_without_it():
+    prep = learn_preprocessing(to_panel(_heterogeneous()), "series")
+    again = Preprocessing.from_json(prep.to_json())
+    for a, b in zip(again.variance_prior, prep.variance_prior):
+        np.testing.assert_array_equal(a, b)
+    old = prep.to_json()
+    del old["variance_prior"]
+    assert Preprocessing.from_json(old).variance_prior is None
 
 
 def test_series_scaling_ignores_each_series_scale_and_level_in_z_but_keeps_them_apart():

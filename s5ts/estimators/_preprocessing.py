@@ -21,6 +21,7 @@ from ._scaling import (
     scale_values,
     series_moments,
     series_statistics,
+    variance_prior,
 )
 from ._time_handling import AbstractTimeHandling, time_handling_for
 
@@ -84,6 +85,10 @@ class Preprocessing:
     # and the latest last time stamp); each series' first observation is
     # held from its start and its last to its end (`held`). None: off.
     window: tuple[float, float] | None = None
+    # `"series"` scaling: the prior (d₀, s₀²) of the series' variances
+    # (`_scaling.variance_prior`), two arrays (k,). None: each series' own
+    # standard deviation (models saved before it).
+    variance_prior: tuple[np.ndarray, np.ndarray] | None = None
 
     def to_json(self) -> dict:
         out = dataclasses.asdict(self)
@@ -91,6 +96,7 @@ class Preprocessing:
         out["feature_std"] = self.feature_std.tolist()
         out["columns"] = list(self.columns)
         out["window"] = None if self.window is None else list(self.window)
+        out["variance_prior"] = None if self.variance_prior is None else [a.tolist() for a in self.variance_prior]
         return out
 
     @classmethod
@@ -101,6 +107,8 @@ class Preprocessing:
         data["feature_std"] = np.asarray(data["feature_std"], np.float64)
         window = data.get("window")  # absent from files saved before hold_ends
         data["window"] = None if window is None else (float(window[0]), float(window[1]))
+        prior = data.get("variance_prior")  # absent from files saved before it
+        data["variance_prior"] = None if prior is None else tuple(np.asarray(a, np.float64) for a in prior)
         return cls(**data)
 
     @property
@@ -149,7 +157,7 @@ class Preprocessing:
                     "observed-channel mask; refit on data that has them, or impute first"
                 )
                 raise ValueError(f"series {panel.ids[i]!r}, column {column!r}: NaN in X, but {reason}")
-            scaled = scale_values(values, self.scaling, self.feature_mean, self.feature_std)
+            scaled = scale_values(values, self.scaling, self.feature_mean, self.feature_std, self.variance_prior)
             if self.missing_indicator:
                 scaled = np.concatenate([scaled, observed.astype(np.float64)], axis=1)
             step_gaps = gaps_from_times(times, self.time_scale, self.first_gap)
@@ -342,6 +350,7 @@ class Statistics:
                 scaling = choose_scaling(scale, series_scale)
             if scaling == "series":
                 location, scale = series_location, series_scale
+        prior = variance_prior(counts, stds, scale) if scaling == "series" else None
         return Preprocessing(
             columns=tuple(like.columns),
             feature_mean=location,
@@ -356,6 +365,7 @@ class Statistics:
             explicit_times=not like.default_times,
             encoder=encoder,
             window=(self.first_time, self.last_time) if hold_ends else None,
+            variance_prior=prior,
         )
 
 

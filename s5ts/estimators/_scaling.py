@@ -8,9 +8,11 @@ estimators' `standardize` parameter, as pure numpy functions.
   feature, constant along the series, that keep what z forgets:
   level asinh((μᵢ − m) / s) and scale log(σ̃ᵢ / s). Here m is the mean of the
   training series' means, s the geometric mean of their (positive) standard
-  deviations, and σ̃ᵢ = max(σᵢ, 10⁻³ s), so that a constant series does not
-  divide by zero. asinh and log keep levels and scales that span orders of
-  magnitude within a few units.
+  deviations, and σ̃ᵢ the series' standard deviation moderated toward the
+  training series' typical one (`variance_prior`, `moderated_std`) and at
+  least 10⁻³ s, so that a constant series does not divide by zero. asinh
+  and log keep levels and scales that span orders of magnitude within a
+  few units.
 - `"none"`: the values as they are.
 - `"auto"` (resolved at fit by `choose_scaling`): `"series"` when, for some
   feature, the typical series' spread s is under `AUTO_SERIES_RATIO` (a
@@ -22,21 +24,38 @@ estimators' `standardize` parameter, as pure numpy functions.
   series (Tecator's spectra); `"global"` otherwise. docs/estimators.md,
   "Scaling of the features", has the benchmark behind the rule.
 
+The spread of a series of a few observations is a poor estimate of its
+scale: two visits with the same value give σᵢ = 0, and a scale channel
+of log 10⁻³ ≈ −6.9 beside the others' ±1. So σ̃ᵢ is the posterior
+estimate of empirical Bayes under a scaled inverse χ² prior on the
+series' variances, fitted to the training series' sample variances by
+the moments of their logarithms (Smyth 2004, "Linear models and empirical
+Bayes methods for assessing differential expression in microarray
+experiments", limma's `squeezeVar`): with dᵢ = nᵢ − 1 degrees of freedom
+and the unbiased sample variance sᵢ², σ̃ᵢ² = (d₀ s₀² + dᵢ sᵢ²) / (d₀ + dᵢ).
+The prior's d₀ is fitted to how much the variances differ beyond their
+sampling noise: where scales span orders of magnitude (PLAID's appliances)
+d₀ is near 0 and σ̃ᵢ ≈ σᵢ; where they differ little more than a handful of
+observations each makes them differ, short series are drawn toward s₀
+and long ones keep their own.
+
 Missing values (NaN) stay out of every statistic; in the scaled inputs they
 are 0, and the caller adds the observed-channel mask.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
+from scipy.special import digamma, polygamma
 
 #: `"auto"` picks `"series"` below this ratio of the typical series' spread
 #: to the pooled spread (see the module docstring).
 AUTO_SERIES_RATIO = 0.5
 
-#: σ̃ᵢ = max(σᵢ, SCALE_FLOOR · s) under `"series"`.
+#: σ̃ᵢ is at least SCALE_FLOOR · s under `"series"`.
 SCALE_FLOOR = 1e-3
 
 
@@ -126,6 +145,75 @@ def pooled_from_moments(
     return mean, np.sqrt(var)
 
 
+def _trigamma_inverse(y: float) -> float:
+    """x with ψ′(x) = y, by Newton's method on 1 / ψ′ (Smyth 2004; limma's
+    `trigammaInverse`)."""
+    if y > 1e7:
+        return 1.0 / np.sqrt(y)
+    if y < 1e-6:
+        return 1.0 / y
+    x = 0.5 + 1.0 / y
+    for _ in range(50):
+        trigamma = float(polygamma(1, x))
+        step = trigamma * (1.0 - trigamma / y) / float(polygamma(2, x))
+        x += step
+        if -step / x < 1e-8:
+            break
+    return x
+
+
+def _prior_of(variances: np.ndarray, dof: np.ndarray, floor: float) -> tuple[float, float]:
+    """(d₀, s₀²) of one feature from sample variances with `dof` degrees of
+    freedom each (all ≥ 1): `variance_prior`."""
+    if len(variances) < 3:
+        return 0.0, 1.0
+    median = float(np.median(variances))
+    variances = np.maximum(variances, 1e-5 * median if median > 0 else floor)
+    half = dof / 2.0
+    e = np.log(variances) - digamma(half) + np.log(half)
+    e_mean = float(e.mean())
+    excess = float(np.mean((e - e_mean) ** 2) * len(e) / (len(e) - 1) - np.mean(polygamma(1, half)))
+    if excess <= 0:
+        return math.inf, math.exp(e_mean)
+    d0 = 2.0 * _trigamma_inverse(excess)
+    return d0, math.exp(e_mean + float(digamma(d0 / 2.0)) - math.log(d0 / 2.0))
+
+
+def variance_prior(counts: np.ndarray, stds: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The prior of `"series"` scaling's per-series variances, per feature:
+    degrees of freedom d₀ and variance s₀² (two arrays (k,)) of a scaled
+    inverse χ² distribution fitted to the series' unbiased sample variances
+    sᵢ² = σᵢ² nᵢ / (nᵢ − 1), each with dᵢ = nᵢ − 1 degrees of freedom, by
+    the mean and variance of log sᵢ² (Smyth 2004, limma's `fitFDist`),
+    from each series' number of observed values and population standard
+    deviation (`series_statistics`: (n, k) each) and the feature's scale s
+    (k,). Series of one observation take no part; variances are held at
+    10⁻⁵ of their median (at (`SCALE_FLOOR` · s)² where the median is 0).
+    d₀ = ∞ where the variances differ no more than their sampling noise
+    explains, 0 for a feature with fewer than 3 series of two values or
+    more. Unweighted: it describes how the series are sampled."""
+    d0, s0 = np.zeros(counts.shape[1]), np.ones(counts.shape[1])
+    for j in range(counts.shape[1]):
+        n, std = counts[:, j], stds[:, j]
+        ok = (n >= 2) & np.isfinite(std)
+        n, std = n[ok], std[ok]
+        d0[j], s0[j] = _prior_of(std**2 * n / (n - 1), n - 1, float((SCALE_FLOOR * scale[j]) ** 2))
+    return d0, s0
+
+
+def moderated_std(std: np.ndarray, count: np.ndarray, prior_dof: np.ndarray, prior_var: np.ndarray) -> np.ndarray:
+    """One series' standard deviations σ̃ (k,) from its population ones
+    `std` over `count` observed values (k,) and the `variance_prior`:
+    σ̃² = (d₀ s₀² + d s²) / (d₀ + d), s² = σ² n / (n − 1) and d = n − 1;
+    s₀ where d₀ = ∞ or the series has one value, σ where d₀ = 0."""
+    dof = np.maximum(count - 1.0, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        variance = np.where(dof > 0, std**2 * count / dof, 0.0)
+        mixed = (prior_dof * prior_var + dof * variance) / (prior_dof + dof)
+    out = np.where(np.isinf(prior_dof) | (dof == 0), prior_var, mixed)
+    return np.where(prior_dof == 0, std, np.sqrt(out))
+
+
 def choose_scaling(pooled_std: np.ndarray, series_scale: np.ndarray) -> str:
     """What `standardize="auto"` means for these data: `"series"` if some
     feature's typical series spread (`series_scale`, (k,)) is under
@@ -136,16 +224,22 @@ def choose_scaling(pooled_std: np.ndarray, series_scale: np.ndarray) -> str:
     return "series" if bool(np.any(ratio < AUTO_SERIES_RATIO)) else "global"
 
 
-def scale_values(values: np.ndarray, scaling: str, location: np.ndarray, scale: np.ndarray) -> np.ndarray:
+def scale_values(
+    values: np.ndarray, scaling: str, location: np.ndarray, scale: np.ndarray, prior=None
+) -> np.ndarray:
     """One series' values (L, k) scaled per `scaling` with the fitted
     `location` and `scale` (k,): (L, k), or (L, 3k) under `"series"` (z, then
-    level, then scale channels). Missing values are 0."""
+    level, then scale channels), its standard deviations moderated by the
+    `prior` ((d₀, s₀²): `variance_prior`; None: the series' own). Missing
+    values are 0."""
     observed = ~np.isnan(values)
     if scaling != "series":
         return np.where(observed, (values - location) / scale, 0.0)
     (mean,), (std,) = series_moments([values])
     never = np.isnan(mean)
     mean = np.where(never, location, mean)
+    if prior is not None:
+        std = moderated_std(std, observed.sum(axis=0).astype(np.float64), *prior)
     std = np.maximum(np.where(never, scale, std), SCALE_FLOOR * scale)
     z = np.where(observed, (values - mean) / std, 0.0)
     static = np.concatenate([np.arcsinh((mean - location) / scale), np.log(std / scale)])
