@@ -93,6 +93,9 @@ def test_statistics_pass_equals_in_memory(tmp_path, standardize):
     assert prep.time_scale == want.time_scale  # exact below MedianGap's limit
     np.testing.assert_allclose(prep.feature_mean, want.feature_mean, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(prep.feature_std, want.feature_std, rtol=1e-12)
+    assert (prep.variance_prior is None) == (want.variance_prior is None) == (want.scaling != "series")
+    for got, expected in zip(prep.variance_prior or (), want.variance_prior or ()):
+        np.testing.assert_allclose(got, expected, rtol=1e-10)
     y = per_series_y(df)
     np.testing.assert_allclose(scaling.mean, [y.mean()])
     np.testing.assert_allclose(scaling.std, [y.std()])

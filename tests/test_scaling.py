@@ -7,6 +7,7 @@ observes), weights, and the estimators' use of it (fitted
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -18,6 +19,7 @@ from s5ts.data import to_panel
 from s5ts.estimators._preprocessing import Preprocessing, learn_preprocessing
 from s5ts.estimators._scaling import (
     AUTO_SERIES_RATIO,
+    MIN_PRIOR_SERIES,
     SCALE_FLOOR,
     choose_scaling,
     moderated_std,
@@ -60,16 +62,16 @@ def _loop_reference(series: list[np.ndarray], weights=None):
     return m, s
 
 
-def _loop_moderated(seen: list[float], d0: float, s0: float) -> float:
+def _loop_moderated(seen: list[float], d0: float, prior_var: float) -> float:
     """σ̃ of one feature of one series from its observed values, in float64."""
     n = len(seen)
     mu = sum(seen) / n
     if d0 == 0:
         return math.sqrt(sum((v - mu) ** 2 for v in seen) / n)
     if math.isinf(d0) or n == 1:
-        return math.sqrt(s0)
+        return math.sqrt(prior_var)
     unbiased = sum((v - mu) ** 2 for v in seen) / (n - 1)
-    return math.sqrt((d0 * s0 + (n - 1) * unbiased) / (d0 + n - 1))
+    return math.sqrt((d0 * prior_var + (n - 1) * unbiased) / (d0 + n - 1))
 
 
 def _loop_scaled(x: np.ndarray, m, s, prior=None):
@@ -133,19 +135,19 @@ def test_series_scaling_equals_a_python_loop_in_float64():
     assert learn_preprocessing(to_panel(X), "global").variance_prior is None
 
 
-def _drawn_from_a_prior(d0: float, s0: float, n: int = 4000, seed: int = 0):
+def _drawn_from_a_prior(d0: float, prior_var: float, n: int = 4000, seed: int = 0):
     """Series of 2-10 normal values whose variances are drawn from the
-    scaled inverse χ² prior (d0, s0²)."""
+    scaled inverse χ² prior (d0, s0² = prior_var)."""
     rng = np.random.default_rng(seed)
-    variances = d0 * s0 / rng.chisquare(d0, n) if np.isfinite(d0) else np.full(n, s0)
+    variances = d0 * prior_var / rng.chisquare(d0, n) if np.isfinite(d0) else np.full(n, prior_var)
     return [rng.normal(5.0, math.sqrt(v), (int(rng.integers(2, 11)), 1)) for v in variances]
 
 
-@pytest.mark.parametrize("d0, s0", [(4.0, 2.0), (12.0, 0.3)])
-def test_variance_prior_recovers_the_prior_the_variances_were_drawn_from(d0, s0):
-    counts, _, stds = series_statistics(_drawn_from_a_prior(d0, s0))
-    got_d0, got_s0 = variance_prior(counts, stds, np.ones(1))
-    assert abs(got_d0[0] / d0 - 1) < 0.25 and abs(got_s0[0] / s0 - 1) < 0.1, (got_d0, got_s0)
+@pytest.mark.parametrize("d0, prior_var", [(4.0, 2.0), (12.0, 0.3)])
+def test_variance_prior_recovers_the_prior_the_variances_were_drawn_from(d0, prior_var):
+    counts, _, stds = series_statistics(_drawn_from_a_prior(d0, prior_var))
+    got_d0, got_var = variance_prior(counts, stds, np.ones(1))
+    assert abs(got_d0[0] / d0 - 1) < 0.25 and abs(got_var[0] / prior_var - 1) < 0.1, (got_d0, got_var)
 
 
 def test_variance_prior_is_flat_for_scales_of_five_orders_and_a_point_for_one_scale():
@@ -153,21 +155,33 @@ def test_variance_prior_is_flat_for_scales_of_five_orders_and_a_point_for_one_sc
     d0, s0 = variance_prior(counts, stds, np.ones(2))
     assert d0[0] < 0.5  # PLAID-like: each series keeps about its own scale
     counts, _, one_stds = series_statistics(_drawn_from_a_prior(np.inf, 1.5))
-    one_d0, one_s0 = variance_prior(counts, one_stds, np.ones(1))
-    assert one_d0[0] > 20 and abs(one_s0[0] / 1.5 - 1) < 0.07  # one scale: short series drawn to it
+    one_d0, one_var = variance_prior(counts, one_stds, np.ones(1))
+    assert one_d0[0] > 20 and abs(one_var[0] / 1.5 - 1) < 0.07  # one scale: short series drawn to it
     x = _heterogeneous(n=200)[7]
     own = np.nanstd(x, axis=0)
     moderated = moderated_std(own, np.full(2, float(len(x))), d0, s0)
     assert abs(math.log(moderated[0] / own[0])) < abs(math.log(own[0])) / 4  # kept near its own
-    # too few series of two values or more: no prior, each series its own
-    counts, _, stds = series_statistics([np.ones((1, 1)), np.ones((1, 1)), np.array([[1.0], [2.0]])])
+    # too few series of two values or more with a spread: no prior, each series its own
+    few = [np.ones((1, 1)), np.ones((1, 1))] + [np.array([[1.0], [2.0 + i]]) for i in range(MIN_PRIOR_SERIES - 1)]
+    counts, _, stds = series_statistics(few)
     d0, _ = variance_prior(counts, stds, np.ones(1))
     assert d0[0] == 0 and moderated_std(np.array([0.5]), np.array([2.0]), d0, np.ones(1))[0] == 0.5
+    counts, _, stds = series_statistics(few + [np.array([[1.0], [3.0]])])
+    assert variance_prior(counts, stds, np.ones(1))[0][0] > 0  # one more: a prior
+    # a feature constant in every training series (a covariate repeated at each step): no prior,
+    # so a series that does vary there is scaled by its own spread, not by the floor's
+    constant = [np.c_[np.full(5, float(i)), np.arange(5.0) * (1 + i)] for i in range(30)]
+    prep = learn_preprocessing(to_panel(constant), "series")
+    assert prep.variance_prior[0][0] == 0 and prep.variance_prior[0][1] > 0
+    varying = np.c_[np.array([0.0, 2.0, 4.0]), np.arange(3.0)]
+    z = scale_values(varying, "series", prep.feature_mean, prep.feature_std, prep.variance_prior)[:, 0]
+    np.testing.assert_allclose(z, [-1.224744871, 0.0, 1.224744871], rtol=1e-8)
 
 
 def test_a_preprocessing_saved_before_the_prior_reads_as_without_it():
-    prep = learn_preprocessing(to_panel(_heterogeneous()), "series")
-    again = Preprocessing.from_json(prep.to_json())
+    prep = learn_preprocessing(to_panel(_heterogeneous(nan=True)), "series")
+    assert np.isinf(prep.variance_prior[0]).any()  # d0 = inf survives the JSON text
+    again = Preprocessing.from_json(json.loads(json.dumps(prep.to_json())))
     for a, b in zip(again.variance_prior, prep.variance_prior):
         np.testing.assert_array_equal(a, b)
     old = prep.to_json()

@@ -33,11 +33,16 @@ the moments of their logarithms (Smyth 2004, "Linear models and empirical
 Bayes methods for assessing differential expression in microarray
 experiments", limma's `squeezeVar`): with dᵢ = nᵢ − 1 degrees of freedom
 and the unbiased sample variance sᵢ², σ̃ᵢ² = (d₀ s₀² + dᵢ sᵢ²) / (d₀ + dᵢ).
-The prior's d₀ is fitted to how much the variances differ beyond their
-sampling noise: where scales span orders of magnitude (PLAID's appliances)
-d₀ is near 0 and σ̃ᵢ ≈ σᵢ; where they differ little more than a handful of
-observations each makes them differ, short series are drawn toward s₀
-and long ones keep their own.
+The prior weighs as d₀ observations, and d₀ is fitted to how much the
+variances differ beyond their sampling noise: where scales span orders of
+magnitude (PLAID's appliances) d₀ is near 0, and a series of many
+observations keeps about its own scale (the smallest scales are raised
+by up to a few times, the prior's variance being added to theirs); where
+they differ little more than a handful of observations each makes them
+differ, short series are drawn toward s₀, and with d₀ = ∞ every series
+is scaled by s₀. A feature with fewer than `MIN_PRIOR_SERIES` series of
+two or more values and a positive spread gets no prior: each series keeps
+its own σᵢ.
 
 Missing values (NaN) stay out of every statistic; in the scaled inputs they
 are 0, and the caller adds the observed-channel mask.
@@ -57,6 +62,10 @@ AUTO_SERIES_RATIO = 0.5
 
 #: σ̃ᵢ is at least SCALE_FLOOR · s under `"series"`.
 SCALE_FLOOR = 1e-3
+
+#: `variance_prior` fits a feature's prior from at least this many series
+#: of two or more values whose spread is positive, and none from fewer.
+MIN_PRIOR_SERIES = 10
 
 
 def weighted_mean_std(values: np.ndarray, weights: np.ndarray | None = None):
@@ -164,19 +173,30 @@ def _trigamma_inverse(y: float) -> float:
 
 def _prior_of(variances: np.ndarray, dof: np.ndarray, floor: float) -> tuple[float, float]:
     """(d₀, s₀²) of one feature from sample variances with `dof` degrees of
-    freedom each (all ≥ 1): `variance_prior`."""
-    if len(variances) < 3:
-        return 0.0, 1.0
+    freedom each (all ≥ 1): `variance_prior`; (0, 1), no prior, from fewer
+    than `MIN_PRIOR_SERIES` positive variances or where the fit is not
+    finite."""
+    none = (0.0, 1.0)
+    if int((variances > 0).sum()) < MIN_PRIOR_SERIES:
+        return none
     median = float(np.median(variances))
     variances = np.maximum(variances, 1e-5 * median if median > 0 else floor)
     half = dof / 2.0
-    e = np.log(variances) - digamma(half) + np.log(half)
-    e_mean = float(e.mean())
-    excess = float(np.mean((e - e_mean) ** 2) * len(e) / (len(e) - 1) - np.mean(polygamma(1, half)))
-    if excess <= 0:
-        return math.inf, math.exp(e_mean)
-    d0 = 2.0 * _trigamma_inverse(excess)
-    return d0, math.exp(e_mean + float(digamma(d0 / 2.0)) - math.log(d0 / 2.0))
+    with np.errstate(all="ignore"):
+        e = np.log(variances) - digamma(half) + np.log(half)
+        e_mean = float(e.mean())
+        excess = float(np.mean((e - e_mean) ** 2) * len(e) / (len(e) - 1) - np.mean(polygamma(1, half)))
+        if not (math.isfinite(e_mean) and math.isfinite(excess)):
+            return none
+    try:
+        if excess <= 0:
+            d0, prior_var = math.inf, math.exp(e_mean)
+        else:
+            d0 = 2.0 * _trigamma_inverse(excess)
+            prior_var = math.exp(e_mean + float(digamma(d0 / 2.0)) - math.log(d0 / 2.0))
+    except OverflowError:
+        return none
+    return (d0, prior_var) if prior_var > 0 and not math.isnan(d0) else none
 
 
 def variance_prior(counts: np.ndarray, stds: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -190,22 +210,25 @@ def variance_prior(counts: np.ndarray, stds: np.ndarray, scale: np.ndarray) -> t
     (k,). Series of one observation take no part; variances are held at
     10⁻⁵ of their median (at (`SCALE_FLOOR` · s)² where the median is 0).
     d₀ = ∞ where the variances differ no more than their sampling noise
-    explains, 0 for a feature with fewer than 3 series of two values or
-    more. Unweighted: it describes how the series are sampled."""
-    d0, s0 = np.zeros(counts.shape[1]), np.ones(counts.shape[1])
+    explains; d₀ = 0 (no prior: each series its own σᵢ) for a feature with
+    fewer than `MIN_PRIOR_SERIES` series of two or more values and a
+    positive spread. Unweighted: it describes how the series are sampled,
+    not how much each counts."""
+    prior_dof, prior_var = np.zeros(counts.shape[1]), np.ones(counts.shape[1])
     for j in range(counts.shape[1]):
         n, std = counts[:, j], stds[:, j]
         ok = (n >= 2) & np.isfinite(std)
         n, std = n[ok], std[ok]
-        d0[j], s0[j] = _prior_of(std**2 * n / (n - 1), n - 1, float((SCALE_FLOOR * scale[j]) ** 2))
-    return d0, s0
+        prior_dof[j], prior_var[j] = _prior_of(std**2 * n / (n - 1), n - 1, float((SCALE_FLOOR * scale[j]) ** 2))
+    return prior_dof, prior_var
 
 
 def moderated_std(std: np.ndarray, count: np.ndarray, prior_dof: np.ndarray, prior_var: np.ndarray) -> np.ndarray:
     """One series' standard deviations σ̃ (k,) from its population ones
     `std` over `count` observed values (k,) and the `variance_prior`:
-    σ̃² = (d₀ s₀² + d s²) / (d₀ + d), s² = σ² n / (n − 1) and d = n − 1;
-    s₀ where d₀ = ∞ or the series has one value, σ where d₀ = 0."""
+    σ̃² = (d₀ s₀² + d s²) / (d₀ + d), s² = σ² n / (n − 1) and d = n − 1.
+    Where d₀ = 0 (no prior) σ̃ = σ, whatever the count; otherwise s₀ where
+    d₀ = ∞ or the series has one value."""
     dof = np.maximum(count - 1.0, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         variance = np.where(dof > 0, std**2 * count / dof, 0.0)
@@ -225,7 +248,11 @@ def choose_scaling(pooled_std: np.ndarray, series_scale: np.ndarray) -> str:
 
 
 def scale_values(
-    values: np.ndarray, scaling: str, location: np.ndarray, scale: np.ndarray, prior=None
+    values: np.ndarray,
+    scaling: str,
+    location: np.ndarray,
+    scale: np.ndarray,
+    prior: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """One series' values (L, k) scaled per `scaling` with the fitted
     `location` and `scale` (k,): (L, k), or (L, 3k) under `"series"` (z, then
