@@ -196,7 +196,7 @@ def _prior_of(variances: np.ndarray, dof: np.ndarray, floor: float) -> tuple[flo
             prior_var = math.exp(e_mean + float(digamma(d0 / 2.0)) - math.log(d0 / 2.0))
     except OverflowError:
         return none
-    return (d0, prior_var) if prior_var > 0 and not math.isnan(d0) else none
+    return (d0, prior_var) if prior_var > 0 else none  # exp may underflow to 0
 
 
 def variance_prior(counts: np.ndarray, stds: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
