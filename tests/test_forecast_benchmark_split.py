@@ -19,20 +19,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import _forecast_data as D  # noqa: E402
 
 
-def _rule(kinds: dict[str, str], tuned_on, seed: int, added=frozenset()) -> dict[str, str]:
+def _rule(kinds: dict[str, str], tuned_on, seed: int, added=frozenset(), added_to_development=frozenset()) -> dict[str, str]:
     """The rule as the docstring states it, written again as loops: tuned-on
-    tasks are development, added ones confirmation; the others, kind by kind in the order of KINDS,
+    tasks and those added to development are development, those added to
+    confirmation confirmation; the others, kind by kind in the order of KINDS,
     sorted by name, shuffled by a generator of (seed, crc32(kind)), then
     development, confirmation, development, ... along the whole list."""
     half = {}
     for name in kinds:
-        if name in tuned_on:
+        if name in tuned_on or name in added_to_development:
             half[name] = "development"
         elif name in added:
             half[name] = "confirmation"
     queue = []
     for kind in D.KINDS:
-        names = sorted(name for name in kinds if kinds[name] == kind and name not in tuned_on and name not in added)
+        names = sorted(name for name in kinds if kinds[name] == kind and name not in half)
         shuffled = np.random.default_rng([seed, zlib.crc32(kind.encode())]).permutation(len(names))
         for i in shuffled:
             queue.append(names[i])
@@ -50,7 +51,7 @@ def test_the_registry_has_at_least_40_tasks_each_of_a_known_kind():
 
 def test_the_halves_are_the_rules():
     kinds = {name: spec.kind for name, spec in D.TASKS.items()}
-    assert D.HALF == _rule(kinds, D.TUNED_ON, D.SPLIT_SEED, D.ADDED_TO_CONFIRMATION)
+    assert D.HALF == _rule(kinds, D.TUNED_ON, D.SPLIT_SEED, D.ADDED_TO_CONFIRMATION, D.ADDED_TO_DEVELOPMENT)
     assert D.SPLIT_SEED == 34  # changing the seed re-draws the halves: a new benchmark, say so in the docs
 
 
@@ -64,8 +65,13 @@ def test_both_halves_hold_every_kind_and_the_tuned_on_tasks_are_development():
     # The tasks added after the defaults were fixed are confirmation, and none was tuned on.
     assert D.ADDED_TO_CONFIRMATION <= set(D.ALL) and not D.ADDED_TO_CONFIRMATION & D.TUNED_ON
     assert all(D.HALF[name] == "confirmation" for name in D.ADDED_TO_CONFIRMATION)
+    # Those added to development later are development, and in neither other list.
+    assert D.ADDED_TO_DEVELOPMENT <= set(D.ALL)
+    assert not D.ADDED_TO_DEVELOPMENT & (D.TUNED_ON | D.ADDED_TO_CONFIRMATION)
+    assert all(D.HALF[name] == "development" for name in D.ADDED_TO_DEVELOPMENT)
+    placed = D.TUNED_ON | D.ADDED_TO_CONFIRMATION | D.ADDED_TO_DEVELOPMENT
     for kind in D.KINDS:  # alternation: the other untuned tasks of a kind split as evenly as they can
-        fresh = [n for n in D.ALL if D.TASKS[n].kind == kind and n not in D.TUNED_ON | D.ADDED_TO_CONFIRMATION]
+        fresh = [n for n in D.ALL if D.TASKS[n].kind == kind and n not in placed]
         assert abs(sum(D.HALF[n] == "confirmation" for n in fresh) - len(fresh) / 2) <= 0.5, kind
 
 
@@ -76,6 +82,13 @@ def test_a_new_task_of_the_last_kind_leaves_the_other_kinds_halves_as_they_were(
     grown = D.split_halves(kinds | {"zz_new_panel": "panel"})
     assert D.KINDS[-1] == "panel"
     assert all(grown[n] == D.HALF[n] for n in kinds if kinds[n] != "panel")
+
+
+def test_the_tasks_added_to_development_left_every_other_task_in_its_half():
+    """Without them the rule deals the same halves to the others."""
+    kinds = {name: spec.kind for name, spec in D.TASKS.items()}
+    before = {n: k for n, k in kinds.items() if n not in D.ADDED_TO_DEVELOPMENT}
+    assert D.split_halves(before, added_to_development=frozenset()) == {n: D.HALF[n] for n in before}
 
 
 def test_cutoffs_are_fixed_dates_or_fractions():
