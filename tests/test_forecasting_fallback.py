@@ -25,7 +25,7 @@ from s5ts.forecasting._fallback import (
     interval_scales,
     simple_part,
 )
-from s5ts.forecasting._simple import simple_forecast, simple_names, smoother_time
+from s5ts.forecasting._simple import shows_cycle, simple_forecast, simple_names, smoother_time
 
 FAST = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 2, "random_state": 0}
 
@@ -98,6 +98,53 @@ def test_smoother_time_prefers_a_long_memory_on_noise_and_a_short_one_on_a_walk(
     assert smoother_time(times, walk, 250) <= 1.0
 
 
+def _naive_shows_cycle(name, times, y, stop, period, pairs):
+    """Seasonal against last value: the spread of their errors about each
+    column's mean over the pairs under one period apart, by loops (`_naive` per pair)."""
+    seasonal, last = {}, {}
+    for k, j in zip(*pairs):
+        if times[j] - times[k] >= period:
+            continue
+        s = _naive(name, times[:stop], y[:stop], k, times[j], None, period)
+        v = _naive("last_value", times[:stop], y[:stop], k, times[j], None)
+        for c in range(y.shape[1]):
+            if not (math.isnan(y[j, c]) or math.isnan(s[c]) or math.isnan(v[c])):
+                seasonal.setdefault(c, []).append(y[j, c] - s[c])
+                last.setdefault(c, []).append(y[j, c] - v[c])
+
+    def spread(errors):
+        squares = [(e - sum(column) / len(column)) ** 2 for column in errors.values() for e in column]
+        return math.sqrt(sum(squares) / len(squares))
+
+    return bool(seasonal) and spread(seasonal) < spread(last)
+
+
+def test_a_seasonal_candidate_needs_a_history_that_shows_its_cycle():
+    rng = np.random.default_rng(11)
+    weekly = Cycle("weekly", WEEK, 2)
+    times = np.sort(rng.uniform(0.0, 12 * WEEK, 300))
+    season = np.sin(2 * np.pi * times / WEEK)[:, None] * np.array([[5.0, 3.0]])
+    cases = {
+        "seasonal": season + rng.normal(scale=0.5, size=(300, 2)),
+        "walk": rng.normal(size=(300, 2)).cumsum(axis=0),  # a calendar week, but no weekly cycle
+        # a season on a trend: one period back beats the last value; several periods back (longer leads) would not
+        "trending": season + 3.0 * times[:, None] / WEEK + rng.normal(scale=0.5, size=(300, 2)),
+    }
+    stop, lead = 250, 2 * WEEK
+    pairs = held_out_pairs(times[:stop], 1, lead)
+    assert len(pairs[0]) and (pairs[1] < stop).all()
+    found = {}
+    for case, y in cases.items():
+        y[rng.random(y.shape) < 0.2] = np.nan
+        found[case] = shows_cycle("seasonal_weekly", times, y, stop, (weekly,), pairs)
+        assert found[case] == _naive_shows_cycle("seasonal_weekly", times, y, stop, WEEK, pairs), case
+    assert found == {"seasonal": True, "walk": False, "trending": True}
+    # not a seasonal forecast: always a candidate; no pair to compare: not shown
+    assert shows_cycle("drift", times, cases["walk"], stop, (weekly,), pairs)
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert not shows_cycle("seasonal_weekly", times, cases["seasonal"], stop, (weekly,), empty)
+
+
 def test_held_out_pairs_forecast_the_tail_from_rolling_origins():
     times = np.cumsum(np.random.default_rng(3).uniform(0.5, 2.0, 200))
     stop, lead = 150, 10.0
@@ -156,6 +203,24 @@ def test_choose_picks_the_lowest_shrunk_error_and_keeps_s5_on_ties():
     assert all((c(np.arange(300.0)) >= 1.0).all() for c in fallback.calibrations.values())
     tie = choose(["a"], [_trial(names, [1.0, 1.0, 1.0], 50)], [1.0], names, LeadCalibration())
     assert tie.method("a") == S5
+
+
+def test_a_candidate_a_series_may_not_use_is_neither_chosen_nor_pooled_for_it():
+    names = (S5, "s5+last_value", "s5+seasonal_weekly")
+    banned = dataclasses.replace(_trial(names, [2.0, 1.5, 0.5], 100), allowed=np.array([True, True, False]))
+    short = _trial(names, [1.0, 1.0, 0.9], 2)  # leans on the panel: the seasonal pooled over series "b" alone
+    fallback = choose(["a", "b", "c"], [banned, _trial(names, [1.0, 1.2, 1.4], 100), short], [1.0] * 3, names,
+                      LeadCalibration())
+    assert fallback.method("a") == "s5+last_value"  # the lowest error among those it may use
+    assert math.isnan(fallback.table.loc["a", "s5+seasonal_weekly"])
+    pooled = np.array([(200 + 100 + 2) / 202, (150 + 120 + 2) / 202, (140 + 1.8) / 102])  # the seasonal's without "a"
+    own = (np.array([1.0, 1.0, 0.9]) * 2 + SHRINKAGE * pooled) / (2 + SHRINKAGE)
+    assert fallback.method("c") == names[int(np.argmin(own))] == "s5+last_value"
+    with_a = (1.8 + SHRINKAGE * (50 + 140 + 1.8) / 202) / (2 + SHRINKAGE)  # "a"'s 0.5 pooled would make it the seasonal
+    assert with_a < own.min()
+    # S5 is tried on every series, whatever `allowed` says of it
+    none = dataclasses.replace(_trial(names, [1.0, 2.0, 2.0], 10), allowed=np.zeros(3, bool))
+    assert choose(["a"], [none], [1.0], names, LeadCalibration()).method("a") == S5
 
 
 def test_interval_scales_match_a_loop_over_the_series():

@@ -8,8 +8,10 @@ is forecast from rolling origins: from its last observation before the
 tail and from observations inside it (`held_out_pairs`), at the tail's
 later observations within the horizon. Each candidate's absolute errors,
 in units of the series' local spread (so they read as MASE), are summed
-per series (`Trial`). A series' score for a candidate is its mean error
-shrunk toward the candidate's mean over all series,
+per series (`Trial`). A seasonal candidate is tried only on a series
+whose history shows its cycle (`_simple.shows_cycle`; `Trial.allowed`).
+A series' score for a candidate is its mean error
+shrunk toward the candidate's mean over the series it is tried on,
 $(\sum_s e + n_0 \bar e)/(n_s + n_0)$ with $n_0$ = `SHRINKAGE`: a series
 with a short tail leans on the panel's verdict. The lowest score wins; S5
 wins ties. A candidate's intervals are S5's predicted variances scaled by
@@ -99,7 +101,8 @@ class Trial:
     """One series' held-out forecasts: per candidate (`names`) the sum of
     absolute scaled errors (`sums`) over `count` values; for the intervals,
     each value's scaled error per candidate (`errors`, (n, C)), S5's
-    predicted variance (`variances`) and lead (`leads`), model units."""
+    predicted variance (`variances`) and lead (`leads`), model units;
+    `allowed` (C,) which candidates the series may use (None: all)."""
 
     names: tuple[str, ...]
     sums: np.ndarray
@@ -107,15 +110,24 @@ class Trial:
     errors: np.ndarray
     variances: np.ndarray
     leads: np.ndarray
+    allowed: np.ndarray | None = None
 
     @classmethod
-    def of(cls, names, targets, means: dict, variances, leads) -> "Trial":
+    def of(cls, names, targets, means: dict, variances, leads, allowed=None) -> "Trial":
         """From the scaled `targets` (Q, d), each candidate's scaled mean (Q, d) in `means`, S5's variances (Q, d)
-        and the leads (Q,)."""
+        and the leads (Q,); `allowed` as the field."""
         valid = np.isfinite(targets) & np.all([np.isfinite(means[name]) for name in names], axis=0)
         errors = np.stack([(targets - means[name])[valid] for name in names], axis=1)
         leads = np.broadcast_to(np.asarray(leads, np.float64)[:, None], targets.shape)[valid]
-        return cls(tuple(names), np.abs(errors).sum(axis=0), int(valid.sum()), errors, variances[valid], leads)
+        allowed = None if allowed is None else np.asarray(allowed, dtype=bool)
+        return cls(tuple(names), np.abs(errors).sum(axis=0), int(valid.sum()), errors, variances[valid], leads,
+                   allowed)
+
+    def tried(self) -> np.ndarray:
+        """(C,): whether each candidate is tried on the series (`allowed`, all by default; S5 always)."""
+        tried = np.ones(len(self.names), bool) if self.allowed is None else self.allowed.copy()
+        tried[self.names.index(S5)] = True
+        return tried
 
     def standardised(self, name: str, calibration: LeadCalibration) -> float:
         """The sum of candidate `name`'s absolute errors over its calibrated
@@ -177,15 +189,18 @@ def choose(ids: list, trials: list, taus: list, names: tuple[str, ...], floor: L
             index=pd.Index(ids, tupleize_cols=False, dtype=object, name="series"),
         )
         return Fallback({}, dict(zip(ids, taus)), {}, table)
-    pooled = sum(t.sums for t in tried) / sum(t.count for t in tried)
+    # Each candidate's mean error over the series it is tried on (S5's: all of them).
+    on = [t.tried() for t in tried]
+    with np.errstate(invalid="ignore"):
+        pooled = sum(t.sums * o for t, o in zip(tried, on)) / sum(t.count * o for t, o in zip(tried, on))
     for sid, trial in zip(ids, trials):
         if trial is None or trial.count == 0:
             methods[sid] = S5
             rows.append(np.full(len(names), np.nan))
             continue
-        scores = (trial.sums + SHRINKAGE * pooled) / (trial.count + SHRINKAGE)
+        scores = np.where(trial.tried(), (trial.sums + SHRINKAGE * pooled) / (trial.count + SHRINKAGE), np.inf)
         methods[sid] = names[int(np.argmin(scores))]  # the first, S5, on a tie
-        rows.append(trial.sums / trial.count)
+        rows.append(np.where(trial.tried(), trial.sums / trial.count, np.nan))
     errors = np.concatenate([t.errors for t in tried])
     variances, leads = np.concatenate([t.variances for t in tried]), np.concatenate([t.leads for t in tried])
     calibrations = {name: lead_calibration(errors[:, c], variances, leads).widest(floor) for c, name in enumerate(names)}

@@ -54,10 +54,10 @@ from ..training import (
 )
 from ._calendar import choose_cycles
 from ._calibration import held_out_calibration
-from ._fallback import Trial, candidate_names, choose, combined, held_out_pairs, simple_part
+from ._fallback import S5, Trial, candidate_names, choose, combined, held_out_pairs, simple_part
 from ._network import forecast, query_nll, states_after_each_step
 from ._series import SeriesState, as_frame, frames_panel, split_series, x_rows
-from ._simple import simple_forecast, simple_names, smoother_time
+from ._simple import shows_cycle, simple_forecast, simple_names, smoother_time
 from ._steps import SeriesScale, StepLayout, last_values, observation_steps, query_steps, standardised
 from ._windows import VALIDATION_QUERIES, WindowPlan, as_sequences, copies_for, held_out_start, query_origins
 
@@ -527,4 +527,6 @@ def held_out_trial(model, layout: StepLayout, one: _Series, x, spreads, after, s
     }
     names = candidate_names(simple)
     means = {name: combined(name, mean, plain.get(simple_part(name))) for name in names}
-    return Trial.of(names, (one.y[targets] - level) / spread, means, var, leads)
+    history = held_out_pairs(one.times[:stop], 1, lead)  # in-sample pairs: does the history show each cycle?
+    allowed = [shows_cycle(simple_part(name) or S5, one.times, one.y, stop, layout.cycles, history) for name in names]
+    return Trial.of(names, (one.y[targets] - level) / spread, means, var, leads, allowed)

@@ -109,7 +109,9 @@ class Forecaster(BaseEstimator):
     `method`, the number of held-out values it was chosen on,
     `interval_scale`, the factor on its standard deviations from its own
     held-out errors against the panel's, and each candidate's held-out
-    mean absolute error in units of the series' local spread), `nonnegative_` (per column of `y`, whether it was never
+    mean absolute error in units of the series' local spread; NaN for a
+    seasonal candidate the series' history does not show the cycle of,
+    which it is not offered), `nonnegative_` (per column of `y`, whether it was never
     negative in fit: then no forecast, quantile or interval bound is
     below zero).
 

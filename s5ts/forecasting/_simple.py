@@ -15,6 +15,11 @@ observation $k$ (columns independently; NaN = not observed):
   $m$ periods back for the smallest $m \ge 1$ with $T - mP \le t_k$, read
   between the observations around it by linear interpolation (the last
   value where the history does not reach that far).
+
+A seasonal forecast is a candidate for a series only where its history
+shows the cycle (`shows_cycle`): forecast from the history's own origins,
+it beats the last value. A calendar says which cycles could be there (a
+price on trading days has a calendar year), not which are.
 """
 
 from __future__ import annotations
@@ -69,6 +74,46 @@ def smoother_time(times, y, stop: int) -> float:
             if error < best:
                 best, chosen = error, factor * gap
     return chosen
+
+
+def shows_cycle(name: str, times, y, stop: int, cycles: tuple[Cycle, ...],
+                pairs: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether seasonal forecast `name` beats the last value on the series'
+    first `stop` observations: forecast from origins `pairs[0]` at
+    observations `pairs[1]` (in-sample pairs, `_fallback.held_out_pairs` of
+    the history alone) less than one period of the cycle ahead, where the
+    seasonal forecast is the value one period before, its errors have the
+    smaller spread (root mean square about each column's mean error, every
+    column together). The spread and not the error itself, so that a trend,
+    which puts one period's growth into every seasonal error alike, does
+    not hide a season. False without such a pair; True for a name that is
+    not seasonal."""
+    if not name.startswith("seasonal_"):
+        return True
+    period = {f"seasonal_{c.name}": c.period for c in cycles}.get(name)
+    if period is None:
+        raise ValueError(f"unknown simple forecast {name!r}: the series' cycles are {[c.name for c in cycles]}")
+    times, y = np.asarray(times[:stop], np.float64), y[:stop]
+    origins, targets = pairs
+    within = times[targets] - times[origins] < period
+    origins, targets = origins[within], targets[within]
+    if not len(origins):
+        return False
+    truth, at = y[targets], times[targets]
+    seasonal = simple_forecast(name, times, y, origins, at, cycles=cycles)
+    last = simple_forecast("last_value", times, y, origins, at)
+    seen = np.isfinite(truth) & np.isfinite(seasonal) & np.isfinite(last)
+    if not seen.any():
+        return False
+    return bool(_spread(truth - seasonal, seen) < _spread(truth - last, seen))
+
+
+def _spread(errors: np.ndarray, seen: np.ndarray) -> float:
+    """The root mean square of `errors` (Q, d) about each column's mean, over the `seen` entries."""
+    errors = np.where(seen, errors, 0.0)
+    counts = np.maximum(seen.sum(axis=0), 1)
+    centred = np.where(seen, errors - errors.sum(axis=0) / counts, 0.0)
+    return float(np.sqrt(np.sum(centred**2) / seen.sum()))
 
 
 def simple_forecast(
