@@ -98,19 +98,22 @@ def hits(run: dict, mean, sd, coverage: float) -> np.ndarray:
 
 def pick(table: pd.DataFrame, names: list[str], shrinkage: float) -> dict:
     """Per series, the rule's candidate among `names` (S5 first: it wins ties)."""
-    scores = table[names].to_numpy(dtype=float)
+    scores = table[names].to_numpy(dtype=float)  # NaN: a candidate not offered to the series (`fallback_`)
     counts = table["held_out"].to_numpy(dtype=float)
     tried = counts > 0
     if not tried.any():
         return {sid: "s5" for sid in table.index}
-    pooled = (scores[tried] * counts[tried, None]).sum(axis=0) / counts[tried].sum()
+    offered = np.isfinite(scores[tried])
+    weights = counts[tried, None] * offered
+    with np.errstate(invalid="ignore"):
+        pooled = (np.where(offered, scores[tried], 0.0) * counts[tried, None]).sum(axis=0) / weights.sum(axis=0)
     out = {}
     for sid, row, n in zip(table.index, scores, counts):
         if n == 0:
             out[sid] = "s5"
             continue
         shrunk = pooled if np.isinf(shrinkage) else (row * n + shrinkage * pooled) / (n + shrinkage)
-        out[sid] = names[int(np.argmin(shrunk))]
+        out[sid] = names[int(np.argmin(np.where(np.isfinite(row), shrunk, np.inf)))]
     return out
 
 

@@ -10,10 +10,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 
 from s5ts.forecasting import Forecaster
 from s5ts.forecasting._calendar import WEEK, Cycle
-from s5ts.forecasting._calibration import LeadCalibration
+from s5ts.forecasting._calibration import LeadCalibration, lead_calibration
 from s5ts.forecasting._fallback import (
     INTERVAL_SHRINKAGE,
     S5,
@@ -25,7 +26,7 @@ from s5ts.forecasting._fallback import (
     interval_scales,
     simple_part,
 )
-from s5ts.forecasting._simple import shows_cycle, simple_forecast, simple_names, smoother_time
+from s5ts.forecasting._simple import CYCLE_QUANTILE, shows_cycle, simple_forecast, simple_names, smoother_time
 
 FAST = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 2, "random_state": 0}
 
@@ -98,51 +99,73 @@ def test_smoother_time_prefers_a_long_memory_on_noise_and_a_short_one_on_a_walk(
     assert smoother_time(times, walk, 250) <= 1.0
 
 
-def _naive_shows_cycle(name, times, y, stop, period, pairs):
-    """Seasonal against last value: the spread of their errors about each
-    column's mean over the pairs under one period apart, by loops (`_naive` per pair)."""
-    seasonal, last = {}, {}
-    for k, j in zip(*pairs):
-        if times[j] - times[k] >= period:
+def _naive_shows_cycle(times, y, stop, period, quantile):
+    """One and half a period back against each observation, column by column, by loops."""
+    ratios, counts = [], []
+    for c in range(y.shape[1]):
+        seen = [(times[i], y[i, c]) for i in range(stop) if not math.isnan(y[i, c])]
+        if not seen:
             continue
-        s = _naive(name, times[:stop], y[:stop], k, times[j], None, period)
-        v = _naive("last_value", times[:stop], y[:stop], k, times[j], None)
-        for c in range(y.shape[1]):
-            if not (math.isnan(y[j, c]) or math.isnan(s[c]) or math.isnan(v[c])):
-                seasonal.setdefault(c, []).append(y[j, c] - s[c])
-                last.setdefault(c, []).append(y[j, c] - v[c])
 
-    def spread(errors):
-        squares = [(e - sum(column) / len(column)) ** 2 for column in errors.values() for e in column]
-        return math.sqrt(sum(squares) / len(squares))
+        def at(when):  # linear interpolation between the observations around `when`
+            for (t0, v0), (t1, v1) in zip(seen, seen[1:]):
+                if t0 <= when <= t1:
+                    return v0 + (v1 - v0) * (when - t0) / (t1 - t0)
+            return seen[0][1] if when < seen[0][0] else seen[-1][1]
 
-    return bool(seasonal) and spread(seasonal) < spread(last)
+        one = [v - at(t - period) for t, v in seen if t >= seen[0][0] + period]
+        half = [v - at(t - period / 2) for t, v in seen if t >= seen[0][0] + period]
+        if len(one) < 3:
+            continue
+
+        def mean_square(d):
+            return sum((x - sum(d) / len(d)) ** 2 for x in d) / len(d)
+
+        if mean_square(half) > 0:
+            ratios.append(mean_square(one) / mean_square(half))
+            counts.append(len(one))
+    if not counts:
+        return False
+    n = sum(counts)
+    return sum(r * k for r, k in zip(ratios, counts)) / n < scipy.stats.f.ppf(quantile, n - 1, n - 1)
 
 
 def test_a_seasonal_candidate_needs_a_history_that_shows_its_cycle():
-    rng = np.random.default_rng(11)
     weekly = Cycle("weekly", WEEK, 2)
-    times = np.sort(rng.uniform(0.0, 12 * WEEK, 300))
-    season = np.sin(2 * np.pi * times / WEEK)[:, None] * np.array([[5.0, 3.0]])
-    cases = {
-        "seasonal": season + rng.normal(scale=0.5, size=(300, 2)),
-        "walk": rng.normal(size=(300, 2)).cumsum(axis=0),  # a calendar week, but no weekly cycle
-        # a season on a trend: one period back beats the last value; several periods back (longer leads) would not
-        "trending": season + 3.0 * times[:, None] / WEEK + rng.normal(scale=0.5, size=(300, 2)),
-    }
-    stop, lead = 250, 2 * WEEK
-    pairs = held_out_pairs(times[:stop], 1, lead)
-    assert len(pairs[0]) and (pairs[1] < stop).all()
-    found = {}
-    for case, y in cases.items():
-        y[rng.random(y.shape) < 0.2] = np.nan
-        found[case] = shows_cycle("seasonal_weekly", times, y, stop, (weekly,), pairs)
-        assert found[case] == _naive_shows_cycle("seasonal_weekly", times, y, stop, WEEK, pairs), case
-    assert found == {"seasonal": True, "walk": False, "trending": True}
-    # not a seasonal forecast: always a candidate; no pair to compare: not shown
-    assert shows_cycle("drift", times, cases["walk"], stop, (weekly,), pairs)
-    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    assert not shows_cycle("seasonal_weekly", times, cases["seasonal"], stop, (weekly,), empty)
+    stop = 250
+    decided = {}
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        times = np.sort(rng.uniform(0.0, 12 * WEEK, 300))
+        season = np.sin(2 * np.pi * times / WEEK)[:, None] * np.array([[5.0, 3.0]])
+        noise = rng.normal(scale=0.5, size=(300, 2))
+        cases = {
+            "seasonal": season + noise,
+            # a season on a trend: the trend's growth over one period is the same in every one-period difference
+            "trending season": season + 3.0 * times[:, None] / WEEK + noise,
+            # columns in units a thousand times apart: each column's ratio is free of its units
+            "seasonal beside a large noise": np.column_stack([season[:, 0] + noise[:, 0], 1000 * noise[:, 1]]),
+            # no cycle, whatever the calendar allows
+            "noise": rng.normal(size=(300, 2)),
+            "trend": 3.0 * times[:, None] / WEEK + noise,
+            "walk": rng.normal(size=(300, 2)).cumsum(axis=0),
+        }
+        for case, y in cases.items():
+            y[rng.random(y.shape) < 0.2] = np.nan
+            found = shows_cycle("seasonal_weekly", times, y, stop, (weekly,))
+            assert found == _naive_shows_cycle(times, y, stop, WEEK, CYCLE_QUANTILE), (case, seed)
+            decided.setdefault(case, []).append(found)
+    shown = {case: sum(found) for case, found in decided.items()}
+    assert shown["seasonal"] == shown["trending season"] == 10
+    assert shown["seasonal beside a large noise"] == 10
+    assert shown["walk"] == 0
+    assert shown["noise"] <= 2 and shown["trend"] <= 2  # a 5 % rule of thumb on overlapping differences
+    # not a seasonal forecast: always a candidate; a history shorter than a period: not shown
+    assert shows_cycle("drift", times, cases["walk"], stop, (weekly,))
+    short = times < times[0] + 0.9 * WEEK
+    assert not shows_cycle("seasonal_weekly", times[short], cases["seasonal"][short], int(short.sum()), (weekly,))
+    with pytest.raises(ValueError, match="unknown simple forecast"):
+        shows_cycle("seasonal_yearly", times, cases["seasonal"], stop, (weekly,))
 
 
 def test_held_out_pairs_forecast_the_tail_from_rolling_origins():
@@ -209,8 +232,15 @@ def test_a_candidate_a_series_may_not_use_is_neither_chosen_nor_pooled_for_it():
     names = (S5, "s5+last_value", "s5+seasonal_weekly")
     banned = dataclasses.replace(_trial(names, [2.0, 1.5, 0.5], 100), allowed=np.array([True, True, False]))
     short = _trial(names, [1.0, 1.0, 0.9], 2)  # leans on the panel: the seasonal pooled over series "b" alone
-    fallback = choose(["a", "b", "c"], [banned, _trial(names, [1.0, 1.2, 1.4], 100), short], [1.0] * 3, names,
-                      LeadCalibration())
+    trials = [banned, _trial(names, [1.0, 1.2, 1.4], 100), short]
+    fallback = choose(["a", "b", "c"], trials, [1.0] * 3, names, LeadCalibration())
+    # the seasonal's intervals are read from the errors of the series it is offered to
+    offered = trials[1:]
+    expected = lead_calibration(np.concatenate([t.errors[:, 2] for t in offered]),
+                                np.concatenate([t.variances for t in offered]),
+                                np.concatenate([t.leads for t in offered])).widest(LeadCalibration())
+    leads = np.linspace(0.0, 120.0, 50)
+    np.testing.assert_array_equal(fallback.calibrations["s5+seasonal_weekly"](leads), expected(leads))
     assert fallback.method("a") == "s5+last_value"  # the lowest error among those it may use
     assert math.isnan(fallback.table.loc["a", "s5+seasonal_weekly"])
     pooled = np.array([(200 + 100 + 2) / 202, (150 + 120 + 2) / 202, (140 + 1.8) / 102])  # the seasonal's without "a"
@@ -358,3 +388,22 @@ def test_verbose_fit_reports_the_forecasts_used(capsys):
     out = capsys.readouterr().out
     used = model.fallback_["method"].iloc[0]
     assert "forecasts used" in out and f"{used}: 1 series" in out
+
+
+def test_the_fallback_benchmarks_offline_rule_reads_the_table_as_choose_does():
+    """`benchmarks/forecast_fallback.py` re-scores rules from `fallback_`
+    tables: a candidate not offered to a series (NaN) is neither picked
+    for it nor pooled, as in `choose`."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import forecast_fallback
+
+    names = (S5, "s5+last_value", "s5+seasonal_weekly")
+    banned = dataclasses.replace(_trial(names, [2.0, 1.5, 0.5], 100), allowed=np.array([True, True, False]))
+    trials = [banned, _trial(names, [1.0, 1.2, 1.4], 100), _trial(names, [1.0, 1.0, 0.9], 2), None]
+    fallback = choose(["a", "b", "c", "d"], trials, [1.0] * 4, names, LeadCalibration())
+    picked = forecast_fallback.pick(fallback.table, list(names), SHRINKAGE)
+    assert picked == {sid: fallback.method(sid) for sid in "abcd"}
+    assert picked["a"] == "s5+last_value"

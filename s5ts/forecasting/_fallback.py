@@ -16,7 +16,7 @@ $(\sum_s e + n_0 \bar e)/(n_s + n_0)$ with $n_0$ = `SHRINKAGE`: a series
 with a short tail leans on the panel's verdict. The lowest score wins; S5
 wins ties. A candidate's intervals are S5's predicted variances scaled by
 factors by lead read from the candidate's own held-out errors
-(`lead_calibration`), never below S5's own factors (`LeadCalibration.widest`).
+(`lead_calibration`, over the series it is offered to), never below S5's own factors (`LeadCalibration.widest`).
 Those factors are the panel's; each series' intervals are then scaled by
 its own held-out errors against them (`interval_scales`): its mean
 absolute standardised error over the panel's, shrunk toward 1 with
@@ -203,7 +203,9 @@ def choose(ids: list, trials: list, taus: list, names: tuple[str, ...], floor: L
         rows.append(np.where(trial.tried(), trial.sums / trial.count, np.nan))
     errors = np.concatenate([t.errors for t in tried])
     variances, leads = np.concatenate([t.variances for t in tried]), np.concatenate([t.leads for t in tried])
-    calibrations = {name: lead_calibration(errors[:, c], variances, leads).widest(floor) for c, name in enumerate(names)}
+    offered = np.concatenate([np.broadcast_to(o, (t.count, len(names))) for t, o in zip(tried, on)])  # per error
+    calibrations = {name: lead_calibration(errors[offered[:, c], c], variances[offered[:, c]],
+                                           leads[offered[:, c]]).widest(floor) for c, name in enumerate(names)}
     counts = np.array([0 if t is None else t.count for t in trials])
     used = {name: floor if name == S5 else calibrations[name] for name in names}  # as `calibration_for` gives them
     sums = np.array([0.0 if t is None or t.count == 0 else t.standardised(methods[sid], used[methods[sid]])

@@ -527,6 +527,5 @@ def held_out_trial(model, layout: StepLayout, one: _Series, x, spreads, after, s
     }
     names = candidate_names(simple)
     means = {name: combined(name, mean, plain.get(simple_part(name))) for name in names}
-    history = held_out_pairs(one.times[:stop], 1, lead)  # in-sample pairs: does the history show each cycle?
-    allowed = [shows_cycle(simple_part(name) or S5, one.times, one.y, stop, layout.cycles, history) for name in names]
+    allowed = [shows_cycle(simple_part(name) or S5, one.times, one.y, stop, layout.cycles) for name in names]
     return Trial.of(names, (one.y[targets] - level) / spread, means, var, leads, allowed)
