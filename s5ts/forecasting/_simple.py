@@ -82,6 +82,14 @@ def smoother_time(times, y, stop: int) -> float:
     return chosen
 
 
+def _period(name: str, cycles: tuple[Cycle, ...]) -> float:
+    """The period (seconds) of seasonal forecast `name` among `cycles`."""
+    period = {f"seasonal_{c.name}": c.period for c in cycles}.get(name)
+    if period is None:
+        raise ValueError(f"unknown simple forecast {name!r}: the series' cycles are {[c.name for c in cycles]}")
+    return period
+
+
 def shows_cycle(name: str, times, y, stop: int, cycles: tuple[Cycle, ...]) -> bool:
     """Whether the series' first `stop` observations show the cycle of
     seasonal forecast `name` (period P): values one period apart differ less
@@ -104,9 +112,7 @@ def shows_cycle(name: str, times, y, stop: int, cycles: tuple[Cycle, ...]) -> bo
     column; True for a name that is not seasonal."""
     if not name.startswith("seasonal_"):
         return True
-    period = {f"seasonal_{c.name}": c.period for c in cycles}.get(name)
-    if period is None:
-        raise ValueError(f"unknown simple forecast {name!r}: the series' cycles are {[c.name for c in cycles]}")
+    period = _period(name, cycles)
     times, y = np.asarray(times[:stop], np.float64), np.asarray(y[:stop], np.float64)
     ratios, counts = [], []
     for column in y.T:
@@ -117,10 +123,9 @@ def shows_cycle(name: str, times, y, stop: int, cycles: tuple[Cycle, ...]) -> bo
             continue
         one = v[late] - np.interp(t[late] - period, t, v)
         half = v[late] - np.interp(t[late] - period / 2, t, v)
-        spread_half = np.mean((half - half.mean()) ** 2)
-        if not spread_half > 0:
+        if not np.var(half) > 0:
             continue
-        ratios.append(np.mean((one - one.mean()) ** 2) / spread_half)
+        ratios.append(np.var(one) / np.var(half))
         counts.append(int(late.sum()))
     if not counts:
         return False
@@ -160,9 +165,7 @@ def simple_forecast(
         slope = np.where(np.isfinite(slope), slope, 0.0)
         return levels + slope * (at[:, None] - last_time)
     if name.startswith("seasonal_"):
-        period = {f"seasonal_{c.name}": c.period for c in cycles}.get(name)
-        if period is None:
-            raise ValueError(f"unknown simple forecast {name!r}: the series' cycles are {[c.name for c in cycles]}")
+        period = _period(name, cycles)
         back = np.maximum(1.0, np.ceil((at - times[origins]) / period))
         when = at - back * period
         out = levels.copy()
