@@ -16,6 +16,7 @@ from s5ts.forecasting import Forecaster
 from s5ts.forecasting._calendar import WEEK, Cycle
 from s5ts.forecasting._calibration import LeadCalibration, lead_calibration
 from s5ts.forecasting._fallback import (
+    HISTORY_COUNT,
     INTERVAL_SHRINKAGE,
     S5,
     SHRINKAGE,
@@ -23,7 +24,9 @@ from s5ts.forecasting._fallback import (
     candidate_names,
     choose,
     held_out_pairs,
+    history_choice,
     interval_scales,
+    rolling_pairs,
     simple_part,
 )
 from s5ts.forecasting._simple import CYCLE_QUANTILE, shows_cycle, simple_forecast, simple_names, smoother_time
@@ -182,6 +185,71 @@ def test_held_out_pairs_forecast_the_tail_from_rolling_origins():
     assert len(held_out_pairs(times, 200, lead)[0]) == 0
 
 
+def _naive_history_choice(simple, times, y, stop, lead, tau, period):
+    """`history_choice` by loops: every (origin, target) pair of the trained part, no subsampling."""
+    scale = []
+    for j in range(y.shape[1]):
+        seen = [y[i, j] for i in range(stop) if not math.isnan(y[i, j])]
+        steps = [abs(b - a) for a, b in zip(seen, seen[1:])]
+        mean = sum(steps) / len(steps) if steps else 0.0
+        scale.append(mean if mean > 0 else 1.0)
+    errors = {name: [] for name in simple}
+    for k in range(1, stop - 1):
+        for q in range(k + 1, stop):
+            if times[q] - times[k] > lead:
+                break
+            for name in simple:
+                forecast = _naive(name, times, y, k, times[q], tau, period)
+                for j in range(y.shape[1]):
+                    if not (math.isnan(y[q, j]) or math.isnan(forecast[j])):
+                        errors[name].append(abs(y[q, j] - forecast[j]) / scale[j])
+    if len(errors[simple[0]]) < HISTORY_COUNT:
+        return None
+    means = [sum(errors[name]) / len(errors[name]) for name in simple]
+    return simple[means.index(min(means))]
+
+
+def test_history_choice_matches_a_loop_over_the_trained_part():
+    weekly = Cycle("weekly", 9.0, 2)
+    simple = ("last_value", "drift", "smoother", "seasonal_weekly")
+    picked = []
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        times, y = _series(rng, n=34)
+        # a different shape each seed: a walk, a trend, a cycle on noise
+        y += [0.0, 0.4, 0.0][seed % 3] * times[:, None] + [0.0, 0.0, 4.0][seed % 3] * np.sin(2 * np.pi * times / 9.0)[:, None]
+        stop, lead = 30, 12.0  # at most 28 origins and 29 targets each: `rolling_pairs` keeps every pair
+        origins, targets = rolling_pairs(times, np.arange(1, stop - 1), 0, stop, lead)
+        assert ((targets > origins) & (targets < stop) & (times[targets] - times[origins] <= lead)).all()
+        want = _naive_history_choice(simple, times, y, stop, lead, 2.5, 9.0)
+        got = history_choice(simple, times, y, stop, lead, tau=2.5, cycles=(weekly,))
+        assert got == want, seed
+        picked.append(got)
+    assert len(set(picked)) > 1  # the series' shapes are told apart
+    times, y = _series(np.random.default_rng(0), n=34)
+    assert history_choice(simple, times, y, 4, 12.0, tau=2.5, cycles=(weekly,)) is None  # too few forecasts
+    assert history_choice((), times, y, 30, 12.0) is None
+
+
+def test_history_choice_tells_a_trend_from_noise_and_a_walk():
+    rng = np.random.default_rng(4)
+    times = np.cumsum(rng.uniform(0.5, 1.5, 200))
+    simple = ("last_value", "drift", "smoother")
+    cases = {
+        "trend": 0.5 * times + rng.normal(size=200),
+        "noise": rng.normal(size=200),
+        "walk": rng.normal(size=200).cumsum(),
+    }
+    found = {}
+    for case, values in cases.items():
+        y = values[:, None]
+        tau = smoother_time(times, y, 170)
+        found[case] = history_choice(simple, times, y, 170, 10.0, tau=tau)
+    assert found["trend"] == "drift"
+    assert found["noise"] == "smoother"
+    assert found["walk"] in ("last_value", "smoother")  # a smoother of a short memory is the last value
+
+
 def _trial(names, mean_errors, count):
     errors = np.tile(np.asarray(mean_errors, np.float64), (count, 1))
     return Trial(names, errors.sum(axis=0), count, errors, np.ones(count), np.arange(count, dtype=np.float64))
@@ -323,6 +391,8 @@ def test_fallback_none_is_s5_alone_and_auto_reports_each_series():
     assert list(table.columns[:3]) == ["method", "held_out", "interval_scale"] and table["held_out"].iloc[0] > 0
     assert set(candidate_names(("last_value", "drift", "smoother", "seasonal_weekly"))) == set(table.columns[3:])
     assert table["interval_scale"].tolist() == [1.0]  # a lone series is its own panel
+    averages = table[[c for c in table.columns[3:] if c != S5]]
+    assert averages.notna().sum(axis=1).tolist() == [1]  # the one average its trained part picked (`history_choice`)
     future = y.index[-1] + pd.to_timedelta([2, 7], unit="D")
     if table["method"].iloc[0] == S5:
         pd.testing.assert_frame_equal(auto.predict(future), plain.predict(future))

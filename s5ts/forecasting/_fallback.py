@@ -10,6 +10,11 @@ later observations within the horizon. Each candidate's absolute errors,
 in units of the series' local spread (so they read as MASE), are summed
 per series (`Trial`). A seasonal candidate is tried only on a series
 whose history shows its cycle (`_simple.shows_cycle`; `Trial.allowed`).
+Which simple forecast S5 may be averaged with is chosen on the series'
+trained part, which is longer than its tail (`history_choice`): the tail
+then only says whether S5 alone or that average does better, one
+comparison instead of one per simple forecast (a series with too short a
+history keeps every candidate).
 A series' score for a candidate is its mean error
 shrunk toward the candidate's mean over the series it is tried on,
 $(\sum_s e + n_0 \bar e)/(n_s + n_0)$ with $n_0$ = `SHRINKAGE`: a series
@@ -37,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ._calibration import LeadCalibration, lead_calibration
+from ._simple import simple_forecast
 
 S5 = "s5"
 
@@ -79,21 +85,61 @@ def _evenly(indices: np.ndarray, most: int) -> np.ndarray:
     return indices[np.unique(np.round(np.linspace(0, len(indices) - 1, most)).astype(np.int64))]
 
 
+def rolling_pairs(times: np.ndarray, origins: np.ndarray, first_target: int, end: int,
+                  lead: float) -> tuple[np.ndarray, np.ndarray]:
+    """(origins, targets), observation indices of forecasts from rolling
+    `origins` (at most `MAX_ORIGINS`, evenly spaced), each at the
+    observations from `first_target` (and after the origin) up to `end`
+    (excluded) at most `lead` after it (at most `MAX_TARGETS`)."""
+    pairs_o, pairs_t = [], []
+    for k in _evenly(np.asarray(origins, np.int64), MAX_ORIGINS):
+        last = int(np.searchsorted(times, times[k] + lead, side="right"))
+        q = _evenly(np.arange(max(k + 1, first_target), min(last, end)), MAX_TARGETS)
+        pairs_o.append(np.full(len(q), k))
+        pairs_t.append(q)
+    if not pairs_o:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(pairs_o), np.concatenate(pairs_t)
+
+
 def held_out_pairs(times: np.ndarray, stop: int, lead: float) -> tuple[np.ndarray, np.ndarray]:
     """(origins, targets), observation indices of the held-out forecasts of
     a series whose tail starts at `stop`: origins from `stop - 1` on (at
     most `MAX_ORIGINS`), each with the tail's later observations at most
     `lead` after it (at most `MAX_TARGETS`). Empty without a tail."""
     n = len(times)
-    origins, targets = [], []
-    for k in _evenly(np.arange(stop - 1, n - 1), MAX_ORIGINS) if stop < n else ():
-        last = int(np.searchsorted(times, times[k] + lead, side="right"))
-        q = _evenly(np.arange(max(k + 1, stop), min(last, n)), MAX_TARGETS)
-        origins.append(np.full(len(q), k))
-        targets.append(q)
-    if not origins:
+    if stop >= n:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(origins), np.concatenate(targets)
+    return rolling_pairs(times, np.arange(stop - 1, n - 1), stop, n, lead)
+
+
+#: The fewest forecasts within the trained part of a series on which
+#: `history_choice` picks its simple forecast (fewer: every one stays a candidate).
+HISTORY_COUNT = 10
+
+
+def history_choice(simple: tuple[str, ...], times, y, stop: int, lead: float, *, tau=None, cycles=()) -> str | None:
+    """Of the `simple` forecasts, the one with the lowest mean absolute
+    error within the series' trained part (its first `stop` observations):
+    from rolling origins there (`rolling_pairs`, from the second
+    observation on) at its later observations at most `lead` ahead, each
+    column's errors in units of its mean absolute change between
+    observations. None with fewer than `HISTORY_COUNT` such errors; the
+    first of `simple` on a tie."""
+    if not simple:
+        return None
+    origins, targets = rolling_pairs(times, np.arange(1, stop - 1), 0, stop, lead)
+    truth = y[targets]
+    forecasts = [simple_forecast(name, times, y, origins, times[targets], tau=tau, cycles=cycles) for name in simple]
+    valid = np.isfinite(truth) & np.isfinite(forecasts[0])  # every simple forecast needs a value by the origin
+    if valid.sum() < HISTORY_COUNT:
+        return None
+    with np.errstate(invalid="ignore"):
+        scale = np.array([np.mean(np.abs(np.diff(c[np.isfinite(c)]))) if np.isfinite(c).sum() > 1 else np.nan
+                          for c in y[:stop].T])
+    scale = np.where(scale > 0, scale, 1.0)
+    errors = [np.mean((np.abs(truth - f) / scale)[valid]) for f in forecasts]
+    return simple[int(np.argmin(errors))]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -54,7 +54,7 @@ from ..training import (
 )
 from ._calendar import choose_cycles
 from ._calibration import held_out_calibration
-from ._fallback import S5, Trial, candidate_names, choose, combined, held_out_pairs, simple_part
+from ._fallback import Trial, candidate_names, choose, combined, held_out_pairs, history_choice, simple_part
 from ._network import forecast, query_nll, states_after_each_step
 from ._series import SeriesState, as_frame, frames_panel, split_series, x_rows
 from ._simple import shows_cycle, simple_forecast, simple_names, smoother_time
@@ -513,7 +513,9 @@ def held_out_trial(model, layout: StepLayout, one: _Series, x, spreads, after, s
     """Series `one`'s held-out forecasts (`held_out_pairs`) by S5 and its
     averages with the `simple` forecasts (`candidate_names`), in model
     units: from the network states `after` each step and the local
-    `spreads`; None without a tail."""
+    `spreads`; the series is offered S5 and its average with the simple
+    forecast its trained part picks (`history_choice`) among those whose
+    cycle it shows (`shows_cycle`). None without a tail."""
     origins, targets = held_out_pairs(one.times, stop, lead)
     if not len(origins):
         return None
@@ -527,5 +529,9 @@ def held_out_trial(model, layout: StepLayout, one: _Series, x, spreads, after, s
     }
     names = candidate_names(simple)
     means = {name: combined(name, mean, plain.get(simple_part(name))) for name in names}
-    allowed = [shows_cycle(simple_part(name) or S5, one.times, one.y, stop, layout.cycles) for name in names]
+    # The simple forecasts offered: those whose cycle the history shows, and of them the one the trained part picks.
+    shown = [name for name in simple if shows_cycle(name, one.times, one.y, stop, layout.cycles)]
+    best = history_choice(tuple(shown), one.times, one.y, stop, lead, tau=tau, cycles=layout.cycles)
+    offered = shown if best is None else [best]
+    allowed = [simple_part(name) in (None, *offered) for name in names]
     return Trial.of(names, (one.y[targets] - level) / spread, means, var, leads, allowed)

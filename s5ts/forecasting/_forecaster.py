@@ -110,8 +110,9 @@ class Forecaster(BaseEstimator):
     `interval_scale`, the factor on its standard deviations from its own
     held-out errors against the panel's, and each candidate's held-out
     mean absolute error in units of the series' local spread; NaN for a
-    seasonal candidate the series' history does not show the cycle of,
-    which it is not offered), `nonnegative_` (per column of `y`, whether it was never
+    candidate the series is not offered: a seasonal one whose cycle its
+    history does not show, and the averages with simple forecasts other
+    than the one its trained part picked), `nonnegative_` (per column of `y`, whether it was never
     negative in fit: then no forecast, quantile or interval bound is
     below zero).
 
