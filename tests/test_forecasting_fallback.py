@@ -25,6 +25,7 @@ from s5ts.forecasting._fallback import (
     choose,
     held_out_pairs,
     history_choice,
+    history_errors,
     interval_scales,
     rolling_pairs,
     simple_part,
@@ -185,8 +186,8 @@ def test_held_out_pairs_forecast_the_tail_from_rolling_origins():
     assert len(held_out_pairs(times, 200, lead)[0]) == 0
 
 
-def _naive_history_choice(simple, times, y, stop, lead, tau, period):
-    """`history_choice` by loops: every (origin, target) pair of the trained part, no subsampling."""
+def _naive_history_errors(simple, times, y, stop, lead, tau, period):
+    """`history_errors` by loops: every (origin, target) pair of the trained part, no subsampling."""
     scale = []
     for j in range(y.shape[1]):
         seen = [y[i, j] for i in range(stop) if not math.isnan(y[i, j])]
@@ -203,32 +204,52 @@ def _naive_history_choice(simple, times, y, stop, lead, tau, period):
                 for j in range(y.shape[1]):
                     if not (math.isnan(y[q, j]) or math.isnan(forecast[j])):
                         errors[name].append(abs(y[q, j] - forecast[j]) / scale[j])
-    if len(errors[simple[0]]) < HISTORY_COUNT:
-        return None
-    means = [sum(errors[name]) / len(errors[name]) for name in simple]
-    return simple[means.index(min(means))]
+    count = len(errors[simple[0]])
+    return [sum(errors[name]) / count if count else math.nan for name in simple], count
 
 
-def test_history_choice_matches_a_loop_over_the_trained_part():
+def test_history_errors_match_a_loop_over_the_trained_part():
     weekly = Cycle("weekly", 9.0, 2)
     simple = ("last_value", "drift", "smoother", "seasonal_weekly")
     picked = []
     for seed in range(8):
         rng = np.random.default_rng(seed)
         times, y = _series(rng, n=34)
-        # a different shape each seed: a walk, a trend, a cycle on noise
+        # a different shape each seed: a walk, a trend, a cycle on noise; each column in its own units
         y += [0.0, 0.4, 0.0][seed % 3] * times[:, None] + [0.0, 0.0, 4.0][seed % 3] * np.sin(2 * np.pi * times / 9.0)[:, None]
+        y *= [1.0, 50.0]
         stop, lead = 30, 12.0  # at most 28 origins and 29 targets each: `rolling_pairs` keeps every pair
         origins, targets = rolling_pairs(times, np.arange(1, stop - 1), 0, stop, lead)
         assert ((targets > origins) & (targets < stop) & (times[targets] - times[origins] <= lead)).all()
-        want = _naive_history_choice(simple, times, y, stop, lead, 2.5, 9.0)
-        got = history_choice(simple, times, y, stop, lead, tau=2.5, cycles=(weekly,))
-        assert got == want, seed
+        want, want_count = _naive_history_errors(simple, times, y, stop, lead, 2.5, 9.0)
+        errors, count = history_errors(simple, times, y, stop, lead, tau=2.5, cycles=(weekly,))
+        assert count == want_count >= HISTORY_COUNT
+        np.testing.assert_allclose(errors, want, rtol=1e-10)
+        got = history_choice(simple, errors, count)
+        assert got == simple[int(np.argmin(want))], seed
+        # nothing at or after the tail's first observation is read
+        later = y.copy()
+        later[stop:] += 100.0
+        np.testing.assert_array_equal(history_errors(simple, times, later, stop, lead, tau=2.5, cycles=(weekly,))[0], errors)
         picked.append(got)
     assert len(set(picked)) > 1  # the series' shapes are told apart
-    times, y = _series(np.random.default_rng(0), n=34)
-    assert history_choice(simple, times, y, 4, 12.0, tau=2.5, cycles=(weekly,)) is None  # too few forecasts
-    assert history_choice((), times, y, 30, 12.0) is None
+    assert history_errors((), times, y, 30, 12.0)[1] == 0
+    assert history_choice((), *history_errors((), times, y, 30, 12.0)) is None
+
+
+def test_history_choice_needs_enough_values_and_keeps_the_first_on_a_tie():
+    times = np.arange(20.0)
+    rng = np.random.default_rng(5)
+    y = rng.normal(size=(20, 2)).cumsum(axis=0)
+    # lead 1: each origin k = 1..stop-2 forecasts observation k + 1 alone, two columns each
+    assert history_errors(("last_value",), times, y, 7, 1.0)[1] == 10
+    assert history_choice(("last_value", "drift"), *history_errors(("last_value", "drift"), times, y, 7, 1.0)) is not None
+    y[3, 1] = np.nan  # one value fewer
+    assert history_errors(("last_value",), times, y, 7, 1.0)[1] == 9
+    assert history_choice(("last_value", "drift"), *history_errors(("last_value", "drift"), times, y, 7, 1.0)) is None
+    flat = np.ones((20, 1))  # every simple forecast is exact
+    for simple in (("drift", "last_value"), ("last_value", "drift")):
+        assert history_choice(simple, *history_errors(simple, times, flat, 15, 3.0)) == simple[0]
 
 
 def test_history_choice_tells_a_trend_from_noise_and_a_walk():
@@ -244,7 +265,7 @@ def test_history_choice_tells_a_trend_from_noise_and_a_walk():
     for case, values in cases.items():
         y = values[:, None]
         tau = smoother_time(times, y, 170)
-        found[case] = history_choice(simple, times, y, 170, 10.0, tau=tau)
+        found[case] = history_choice(simple, *history_errors(simple, times, y, 170, 10.0, tau=tau))
     assert found["trend"] == "drift"
     assert found["noise"] == "smoother"
     assert found["walk"] in ("last_value", "smoother")  # a smoother of a short memory is the last value

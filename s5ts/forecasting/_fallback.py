@@ -40,9 +40,12 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
+from jaxtyping import Float
 
+from ._calendar import Cycle
 from ._calibration import LeadCalibration, lead_calibration
 from ._simple import simple_forecast
+from ._steps import spread
 
 S5 = "s5"
 
@@ -113,33 +116,47 @@ def held_out_pairs(times: np.ndarray, stop: int, lead: float) -> tuple[np.ndarra
     return rolling_pairs(times, np.arange(stop - 1, n - 1), stop, n, lead)
 
 
-#: The fewest forecasts within the trained part of a series on which
+#: The fewest values within the trained part of a series on which
 #: `history_choice` picks its simple forecast (fewer: every one stays a candidate).
 HISTORY_COUNT = 10
 
 
-def history_choice(simple: tuple[str, ...], times, y, stop: int, lead: float, *, tau=None, cycles=()) -> str | None:
-    """Of the `simple` forecasts, the one with the lowest mean absolute
-    error within the series' trained part (its first `stop` observations):
-    from rolling origins there (`rolling_pairs`, from the second
-    observation on) at its later observations at most `lead` ahead, each
-    column's errors in units of its mean absolute change between
-    observations. None with fewer than `HISTORY_COUNT` such errors; the
-    first of `simple` on a tie."""
-    if not simple:
-        return None
+def history_errors(
+    simple: tuple[str, ...],
+    times: Float[np.ndarray, " L"],
+    y: Float[np.ndarray, "L d"],
+    stop: int,
+    lead: float,
+    *,
+    tau: float | None = None,
+    cycles: tuple[Cycle, ...] = (),
+) -> tuple[Float[np.ndarray, " S"], int]:
+    """Each of the `simple` forecasts' mean absolute error within the
+    series' trained part (its first `stop` observations), and the number of
+    values it is the mean of: from rolling origins there (`rolling_pairs`,
+    from the second observation on) at its later observations at most
+    `lead` ahead, each column's errors in units of its mean absolute change
+    between observations (`spread`; 1 where it has none). NaN errors
+    without values."""
     origins, targets = rolling_pairs(times, np.arange(1, stop - 1), 0, stop, lead)
     truth = y[targets]
     forecasts = [simple_forecast(name, times, y, origins, times[targets], tau=tau, cycles=cycles) for name in simple]
-    valid = np.isfinite(truth) & np.isfinite(forecasts[0])  # every simple forecast needs a value by the origin
-    if valid.sum() < HISTORY_COUNT:
-        return None
-    with np.errstate(invalid="ignore"):
-        scale = np.array([np.mean(np.abs(np.diff(c[np.isfinite(c)]))) if np.isfinite(c).sum() > 1 else np.nan
-                          for c in y[:stop].T])
-    scale = np.where(scale > 0, scale, 1.0)
-    errors = [np.mean((np.abs(truth - f) / scale)[valid]) for f in forecasts]
-    return simple[int(np.argmin(errors))]
+    # every simple forecast has a value where its column has one by the origin
+    valid = np.isfinite(truth) & np.isfinite(forecasts[0]) if simple else np.zeros(truth.shape, bool)
+    count = int(valid.sum())
+    if not count:
+        return np.full(len(simple), np.nan), 0
+    scale = spread(y[:stop])
+    scale = np.where(np.isfinite(scale), scale, 1.0)
+    return np.array([np.mean((np.abs(truth - f) / scale)[valid]) for f in forecasts]), count
+
+
+def history_choice(simple: tuple[str, ...], errors: Float[np.ndarray, " S"], count: int) -> str | None:
+    """Of the `simple` forecasts, the one of lowest `errors` within the
+    series' trained part (`history_errors`: the errors and their `count`);
+    None when fewer than `HISTORY_COUNT` values are there to compare them
+    on. The first of `simple` on a tie."""
+    return simple[int(np.argmin(errors))] if count >= HISTORY_COUNT else None
 
 
 @dataclasses.dataclass(frozen=True)

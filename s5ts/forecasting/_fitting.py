@@ -54,7 +54,7 @@ from ..training import (
 )
 from ._calendar import choose_cycles
 from ._calibration import held_out_calibration
-from ._fallback import Trial, candidate_names, choose, combined, held_out_pairs, history_choice, simple_part
+from ._fallback import Trial, candidate_names, choose, combined, held_out_pairs, history_choice, history_errors, simple_part
 from ._network import forecast, query_nll, states_after_each_step
 from ._series import SeriesState, as_frame, frames_panel, split_series, x_rows
 from ._simple import shows_cycle, simple_forecast, simple_names, smoother_time
@@ -530,8 +530,8 @@ def held_out_trial(model, layout: StepLayout, one: _Series, x, spreads, after, s
     names = candidate_names(simple)
     means = {name: combined(name, mean, plain.get(simple_part(name))) for name in names}
     # The simple forecasts offered: those whose cycle the history shows, and of them the one the trained part picks.
-    shown = [name for name in simple if shows_cycle(name, one.times, one.y, stop, layout.cycles)]
-    best = history_choice(tuple(shown), one.times, one.y, stop, lead, tau=tau, cycles=layout.cycles)
+    shown = tuple(name for name in simple if shows_cycle(name, one.times, one.y, stop, layout.cycles))
+    best = history_choice(shown, *history_errors(shown, one.times, one.y, stop, lead, tau=tau, cycles=layout.cycles))
     offered = shown if best is None else [best]
     allowed = [simple_part(name) in (None, *offered) for name in names]
     return Trial.of(names, (one.y[targets] - level) / spread, means, var, leads, allowed)

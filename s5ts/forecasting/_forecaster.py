@@ -112,7 +112,8 @@ class Forecaster(BaseEstimator):
     mean absolute error in units of the series' local spread; NaN for a
     candidate the series is not offered: a seasonal one whose cycle its
     history does not show, and the averages with simple forecasts other
-    than the one its trained part picked), `nonnegative_` (per column of `y`, whether it was never
+    than the one its trained part picked, where it held at least
+    `_fallback.HISTORY_COUNT` values to pick on), `nonnegative_` (per column of `y`, whether it was never
     negative in fit: then no forecast, quantile or interval bound is
     below zero).
 
