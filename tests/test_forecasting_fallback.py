@@ -30,7 +30,7 @@ from s5ts.forecasting._fallback import (
     rolling_pairs,
     simple_part,
 )
-from s5ts.forecasting._simple import CYCLE_QUANTILE, shows_cycle, simple_forecast, simple_names, smoother_time
+from s5ts.forecasting._simple import CYCLE_QUANTILE, DRIFT_MEMORY, shows_cycle, simple_forecast, simple_names, smoother_time
 
 FAST = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 2, "random_state": 0}
 
@@ -56,8 +56,11 @@ def _naive(name, times, y, k, T, tau, period=None):
             out.append(last)
         elif name == "drift":
             t_first, first = seen[0]
-            slope = (last - first) / (t_last - t_first) if t_last > t_first else 0.0
-            out.append(last + slope * (T - t_last))
+            if t_last > t_first:  # the slope damped with a time constant of DRIFT_MEMORY of its span
+                memory = DRIFT_MEMORY * (t_last - t_first)
+                out.append(last + (last - first) / (t_last - t_first) * memory * (1 - math.exp(-(T - t_last) / memory)))
+            else:
+                out.append(last)
         elif name == "smoother":
             w = [math.exp(-(times[k] - t) / tau) for t, _ in seen]
             out.append(sum(wi * v for wi, (_, v) in zip(w, seen)) / sum(w))

@@ -5,9 +5,13 @@ Each forecasts the values at times $T$ from the history up to an origin
 observation $k$ (columns independently; NaN = not observed):
 
 - `last_value`: $\ell_k$, the column's last observed value;
-- `drift`: $\ell_k + (T - t_\ell)\,(\ell_k - y_f)/(t_\ell - t_f)$, the line
-  from the column's first observation $(t_f, y_f)$ through its last
-  $(t_\ell, \ell_k)$ (the last value without a slope to draw);
+- `drift`: $\ell_k + b\,\tau(1 - e^{-(T - t_\ell)/\tau})$, the slope
+  $b = (\ell_k - y_f)/(t_\ell - t_f)$ of the line from the column's first
+  observation $(t_f, y_f)$ through its last $(t_\ell, \ell_k)$, carried on
+  damped with time constant $\tau$ = `DRIFT_MEMORY` $\cdot (t_\ell - t_f)$:
+  a slope measured over a span is trusted for about half that span
+  again, and the forecast levels off at $\ell_k + b\tau$ (the last value
+  without a slope to draw);
 - `smoother`: the level $\sum_j w_j y_j / \sum_j w_j$, $w_j = e^{-(t_k -
   t_j)/\tau}$, an exponential smoother in continuous time whose time
   constant τ is chosen per series by one-step errors (`smoother_time`);
@@ -35,6 +39,10 @@ from ._steps import _decayed_sums, last_values
 SMOOTHER_TIMES = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 
 BASES = ("last_value", "drift", "smoother")
+
+#: The drift's damping time, as a share of the span its slope is measured
+#: over (docs/forecasting.md, "A damped drift").
+DRIFT_MEMORY = 0.5
 
 #: A cycle shows (`shows_cycle`) when the one-period differences' mean
 #: square over the half-period ones' is below this quantile of its F
@@ -163,7 +171,11 @@ def simple_forecast(
         with np.errstate(invalid="ignore", divide="ignore"):
             slope = (levels - first_y) / (last_time - first_t)
         slope = np.where(np.isfinite(slope), slope, 0.0)
-        return levels + slope * (at[:, None] - last_time)
+        memory = DRIFT_MEMORY * (last_time - first_t)
+        lead = at[:, None] - last_time
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            reach = np.where(memory > 0, memory * -np.expm1(-lead / np.where(memory > 0, memory, 1.0)), lead)
+        return levels + slope * reach
     if name.startswith("seasonal_"):
         period = _period(name, cycles)
         back = np.maximum(1.0, np.ceil((at - times[origins]) / period))
