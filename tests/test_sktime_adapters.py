@@ -203,7 +203,7 @@ def test_tuning_with_sktime_grid_search(panel):
         # own file, so that pytest-xdist runs it beside these two).
     ],
 )
-def test_sktime_check_estimator(estimator, without_persistent_cache):
+def test_sktime_check_estimator(estimator, own_persistent_cache):
     assert_passes_check_estimator(estimator)
 
 
