@@ -119,10 +119,10 @@ def own_persistent_cache(tmp_path):
     names = ("jax_enable_compilation_cache", "jax_compilation_cache_dir",
              "jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes")
     before = {name: getattr(jax.config, name) for name in names}
-    for name, value in zip(names, (True, str(tmp_path), 0.0, -1)):
-        jax.config.update(name, value)
-    compilation_cache.reset_cache()
     try:
+        for name, value in zip(names, (True, str(tmp_path), 0.0, -1)):
+            jax.config.update(name, value)
+        compilation_cache.reset_cache()
         yield
     finally:
         for name, value in before.items():
