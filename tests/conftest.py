@@ -116,13 +116,11 @@ def own_persistent_cache(tmp_path):
     without a disk cache, docs/sktime.md)."""
     from jax.experimental.compilation_cache import compilation_cache
 
-    names = ("jax_enable_compilation_cache", "jax_compilation_cache_dir",
-             "jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes")
-    before = {name: getattr(jax.config, name) for name in names}
+    from s5ts.training._cache import CACHE_SETTINGS, point_cache_at
+
+    before = {name: getattr(jax.config, name) for name in CACHE_SETTINGS}
     try:
-        for name, value in zip(names, (True, str(tmp_path), 0.0, -1)):
-            jax.config.update(name, value)
-        compilation_cache.reset_cache()
+        point_cache_at(tmp_path)
         yield
     finally:
         for name, value in before.items():

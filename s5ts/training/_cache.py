@@ -96,15 +96,28 @@ def enable_compilation_cache() -> None:
     if path is None:
         return
     path.mkdir(parents=True, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", str(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    point_cache_at(path)
+    _configured[0] = True
+
+
+#: The JAX settings `point_cache_at` makes.
+CACHE_SETTINGS = (
+    "jax_compilation_cache_dir",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_persistent_cache_min_entry_size_bytes",
+)
+
+
+def point_cache_at(path: str | os.PathLike) -> None:
+    """JAX's persistent cache in `path`, every compiled program kept
+    (`CACHE_SETTINGS`), from the next compilation on."""
+    for name, value in zip(CACHE_SETTINGS, (str(path), 0.0, -1)):
+        jax.config.update(name, value)
     # JAX decides once per process, at its first compilation, whether a cache
     # is used; earlier compilations (before any fit) made that decision.
     from jax.experimental.compilation_cache import compilation_cache
 
     compilation_cache.reset_cache()
-    _configured[0] = True
 
 
 #: The share of `vm.max_map_count` past which `release_compiled_programs`
