@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from s5ts.data import bucket_length, make_batches, pad_batch
+from s5ts.data import bucket_length, grid_length, length_cap, make_batches, pad_batch, plan_buckets
 
 
 def _naive_bucket(L, min_length=8):
@@ -22,6 +22,40 @@ def test_bucket_length_matches_naive():
     assert bucket_length(1, min_length=1) == 1
     with pytest.raises(ValueError):
         bucket_length(0)
+
+
+def _naive_grid(L, min_length=8):
+    # the lengths 5, 6, 7, 8 times every power of two: four per octave
+    grid = sorted({m * 2**j for j in range(16) for m in (5, 6, 7, 8)} | {min_length})
+    return next(g for g in grid if g >= max(L, min_length))
+
+
+def test_grid_length_matches_naive():
+    for L in range(1, 5000):
+        g = grid_length(L)
+        assert g == _naive_grid(L)
+        assert L <= g <= bucket_length(L) and (L <= 8 or g < 1.25 * L)
+    assert grid_length(3, min_length=1) == 3 and grid_length(37, min_length=64) == 64
+    assert sorted({grid_length(L) for L in range(33, 65)}) == [40, 48, 56, 64]
+    with pytest.raises(ValueError):
+        grid_length(0)
+
+
+def test_grid_cap_on_the_longest_bucket_alone():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        lengths = rng.integers(1, 3000, rng.integers(1, 30))
+        grid = plan_buckets(lengths, budget=0, cap="grid")
+        powers = plan_buckets(lengths, budget=0, cap=False)
+        exact = plan_buckets(lengths, budget=0, cap=True)
+        longest = int(lengths.max())
+        assert grid[-1] == grid_length(longest) and exact[-1] == longest
+        # below the longest bucket, the three are the same powers of two
+        np.testing.assert_array_equal(grid[:-1], powers[:-1])
+        np.testing.assert_array_equal(exact[:-1], powers[:-1])
+    assert length_cap(37, False) is None and length_cap(37, True) == 37 and length_cap(37, "grid") == 40
+    with pytest.raises(ValueError, match="cap must be True, False or 'grid'"):
+        plan_buckets([5, 9], cap="exact")
 
 
 def _check_partition(batches, n):

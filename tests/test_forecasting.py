@@ -198,9 +198,10 @@ def test_intervals_widen_with_the_lead_on_a_random_walk(random_walk):
 
 
 def test_fits_of_other_horizons_and_lengths_reuse_the_compiled_step():
-    # Training never reads the horizon, and windows are padded to powers of
-    # two: series of 40 and 55 points with different horizons share one
-    # compiled training step (docs/forecasting.md, "Compilation").
+    # Training never reads the horizon, and windows are padded on a grid of
+    # four lengths per octave: series of 60 and 67 points (windows of 49-56
+    # steps, padded to 56) with different horizons share one compiled
+    # training step (docs/forecasting.md, "Compilation").
     rng = np.random.default_rng(7)
     params = dict(FAST, n_layers=1, d_model=8, state_size=6, n_queries=3, max_epochs=1)
 
@@ -209,9 +210,35 @@ def test_fits_of_other_horizons_and_lengths_reuse_the_compiled_step():
         return pd.Series(np.sin(hours), index=pd.to_timedelta(hours, unit="h"))
 
     with compilations() as compiled:
-        Forecaster(**params).fit(series(40), horizon=pd.Timedelta(hours=3))
-        Forecaster(**params).fit(series(55), horizon=pd.Timedelta(hours=11))
+        Forecaster(**params).fit(series(60), horizon=pd.Timedelta(hours=3))
+        Forecaster(**params).fit(series(67), horizon=pd.Timedelta(hours=11))
     assert compiled.count == 1
+
+
+def test_windows_pad_to_the_grid_above_the_longest_not_a_power_of_two():
+    # A panel of short series: windows of 12-37 steps train at 40 steps (the
+    # next of four lengths per octave), not 64; the padding is masked and
+    # weighs nothing, and every window's own steps are in its row unchanged.
+    rng = np.random.default_rng(0)
+    lengths = list(rng.integers(12, 38, 30)) + [37]
+    windows = [
+        (rng.normal(size=(n, 3)).astype(np.float32), rng.exponential(size=n).astype(np.float32),
+         rng.normal(size=(n, 8)).astype(np.float32), rng.normal(size=(n, 2)).astype(np.float32))
+        for n in lengths
+    ]
+    data = as_sequences(windows)
+    seen = 0
+    for indices, batch in data.iterate_batches(4, shuffle=True, rng=np.random.default_rng(1), place=False):
+        assert batch["u"].shape[1] in (16, 32, 40)
+        for row, i in enumerate(indices):
+            n = lengths[i]
+            np.testing.assert_array_equal(batch["u"][row, :n], windows[i][0])
+            np.testing.assert_array_equal(batch["y"][row, :n], windows[i][3])
+            assert batch["mask"][row, :n].all() and not batch["mask"][row, n:].any()
+            assert (batch["weights"][row, n:] == 0).all()
+            seen += 1
+    assert seen == len(lengths)
+    assert max(data.batch_lengths(4)) == 40
 
 
 def test_the_held_out_tail_draws_at_least_validation_queries_per_origin():

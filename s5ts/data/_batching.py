@@ -7,6 +7,11 @@ lengths 5..5000 fall in 11 buckets (8, 16, ..., 8192), so at most about
 log2(max/min) + 2 shapes. Padding costs at most 2x the work of the longest
 series in a bucket.
 
+A data set's longest bucket may be capped at its longest series (no
+padding for data of one length), or at `grid_length` of it: the next of
+four lengths per octave (8, 10, 12, 14, 16, 20, ...), at most a quarter
+longer, so data sets of similar lengths still share compiled shapes.
+
 `plan_buckets` then merges the short buckets of a small data set into the
 next longer one while that adds few padded steps (each bucket is one more
 compilation, which costs seconds on a CPU; padding a few thousand steps
@@ -41,6 +46,37 @@ def bucket_length(L: Integral, min_length: Integral = 8) -> int:
     return max(1 << (L - 1).bit_length(), int(min_length))
 
 
+def grid_length(L: Integral, min_length: Integral = 8) -> int:
+    """The next of four lengths per octave ≥ `L` (multiples of an eighth of
+    the power of two above: 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, ...),
+    and at least `min_length`: a cap for the longest bucket at most a
+    quarter longer than `L` (`plan_buckets(cap="grid")`).
+
+    >>> [grid_length(L) for L in (5, 9, 17, 37, 64, 65, 200)]
+    [8, 10, 20, 40, 64, 80, 224]
+    """
+    L = int(L)
+    if L < 1:
+        raise ValueError(f"length must be at least 1, got {L}")
+    if L <= min_length:
+        return int(min_length)
+    step = 1 << max((L - 1).bit_length() - 3, 0)
+    return -(-L // step) * step
+
+
+def length_cap(longest: Integral, cap: bool | str, min_length: Integral = 8) -> int | None:
+    """The length the longest bucket of data whose longest series has
+    `longest` steps is capped at: `cap` True, `longest` itself; `"grid"`,
+    its `grid_length`; False, none (None: every bucket a power of two)."""
+    if cap is True:
+        return int(longest)
+    if cap == "grid":
+        return grid_length(longest, min_length)
+    if cap is False:
+        return None
+    raise ValueError(f"cap must be True, False or 'grid', got {cap!r}")
+
+
 #: Padded steps per epoch that merging buckets may add (`plan_buckets`): at
 #: about 1e-5 s per padded step of a default-sized model on one CPU core,
 #: 2**14 of them cost about 0.2 s an epoch, against the 4-7 s a compilation
@@ -53,17 +89,19 @@ def plan_buckets(
     *,
     min_length: Integral = 8,
     budget: Integral = MERGE_BUDGET,
-    cap: bool = True,
+    cap: bool | str = True,
 ) -> np.ndarray:
     """The padded lengths a data set is batched at, sorted.
 
     Start from the power-of-two buckets of `bucket_length`, the longest one
     capped at the longest series when `cap` (a data set of one length pays
     for no padding; `cap=False` keeps every bucket a power of two, so data
-    sets of different lengths share compiled shapes). Then, cheapest first, merge a bucket into the next longer one
-    while the padded steps this adds, in total over all merges, stay within
-    `budget` (steps per epoch; 0 keeps every bucket). Fewer buckets mean
-    fewer compiled shapes.
+    sets of different lengths share compiled shapes; `cap="grid"` caps it
+    at `grid_length` of the longest series, between the two: `length_cap`).
+    Then, cheapest first, merge a bucket into the next longer one while the
+    padded steps this adds, in total over all merges, stay within `budget`
+    (steps per epoch; 0 keeps every bucket). Fewer buckets mean fewer
+    compiled shapes.
 
     >>> plan_buckets([5, 6, 30, 31]).tolist()  # 2 * 25 extra steps: merged
     [31]
@@ -73,14 +111,16 @@ def plan_buckets(
     [8, 3000]
     >>> plan_buckets([5] * 100 + [3000], budget=1000, cap=False).tolist()
     [8, 4096]
+    >>> plan_buckets([5] * 100 + [3000], budget=1000, cap="grid").tolist()
+    [8, 3072]
     """
     lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
     if lengths.size == 0:
         raise ValueError("plan_buckets needs at least one length")
-    longest = int(lengths.max())
+    limit = length_cap(int(lengths.max()), cap, min_length)
     assigned = np.array([bucket_length(L, min_length) for L in lengths])
-    if cap:
-        assigned = np.minimum(assigned, longest)
+    if limit is not None:
+        assigned = np.minimum(assigned, limit)
     buckets, counts = (list(a) for a in np.unique(assigned, return_counts=True))
     spent = 0
     while len(buckets) > 1:

@@ -59,7 +59,7 @@ from ._network import forecast, query_nll, states_after_each_step
 from ._series import SeriesState, as_frame, frames_panel, split_series, x_rows
 from ._simple import shows_cycle, simple_forecast, simple_names, smoother_time
 from ._steps import SeriesScale, StepLayout, last_values, observation_steps, query_steps, standardised
-from ._windows import VALIDATION_QUERIES, WindowPlan, as_sequences, copies_for, held_out_start, query_origins
+from ._windows import VALIDATION_QUERIES, WINDOW_CAP, WindowPlan, as_sequences, copies_for, held_out_start, query_origins
 
 #: The most held-out queries kept to calibrate the intervals of a streamed
 #: fit (a uniform sample beyond it): 2²¹ errors, variances and leads, 48 MiB.
@@ -264,7 +264,7 @@ class ParquetSource(Source):
         parts = ledger.parts
         train_shares = None if owners is None else FileShares(np.repeat(parts, train_counts), owners)
         valid_shares = None if owners is None else FileShares(parts[[p for p, _ in held_out]], owners)
-        settings = dict(per_step=True, cap_length=False)
+        settings = dict(per_step=True, cap_length=WINDOW_CAP)
         train_data = StreamedSequences(train_lengths, training_chunks, **settings, shares=train_shares)
         if not held_out:
             return train_data, None

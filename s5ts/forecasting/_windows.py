@@ -27,6 +27,16 @@ from ._steps import SeriesScale, StepLayout, draw_queries, observation_steps, qu
 #: pass an epoch, so more are cheap (docs/forecasting.md, "Defaults").
 VALIDATION_QUERIES = 16
 
+#: How the windows' longest bucket is capped (`s5ts.data.length_cap`):
+#: at the next of four lengths per octave above the longest window, so
+#: fits on series of similar lengths (within a quarter) share the compiled
+#: programs, while a panel of short series pays for little padding. Every
+#: padded step of a window costs its `n_queries` query steps too: powers
+#: of two padded issue 34's panel of 150 series (windows of at most 37
+#: steps) to 64, and an epoch of its training steps took 2.2x as long as at 40
+#: (docs/performance.md).
+WINDOW_CAP = "grid"
+
 #: Fewest batches per training epoch: the windows of few or short series
 #: are repeated, each copy with fresh draws of its queries, up to this many.
 MIN_BATCHES_PER_EPOCH = 4
@@ -125,13 +135,13 @@ def query_origins(held_out, n_inputs: int) -> int | None:
 
 
 def as_sequences(windows: list) -> Sequences:
-    """The windows as `Sequences` for `train` (per step; power-of-two
-    lengths, so fits of other lengths reuse the compiled programs)."""
+    """The windows as `Sequences` for `train`, per step, the longest
+    bucket capped on the grid of four lengths per octave (`WINDOW_CAP`)."""
     return Sequences(
         inputs=tuple(w[0] for w in windows),
         gaps=tuple(w[1] for w in windows),
         extra=tuple(w[2] for w in windows),
         targets=tuple(w[3] for w in windows),
         per_step=True,
-        cap_length=False,
+        cap_length=WINDOW_CAP,
     )

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data import assign_buckets, bucket_length, make_batches, pack_rows, pad_batch, plan_buckets
+from ..data import assign_buckets, bucket_length, length_cap, make_batches, pack_rows, pad_batch, plan_buckets
 from ..nn import AbstractPackedSequenceModel
 from ._backprop import WholeSequences
 from ._devices import placement_for
@@ -33,7 +33,7 @@ class SequenceData(abc.ABC):
     for the same series."""
 
     per_step: bool
-    cap_length: bool
+    cap_length: bool | str
     elapsed: tuple[str, ...]
     #: (n,) int64 the length of every series, by position.
     lengths: np.ndarray
@@ -114,8 +114,10 @@ class Sequences(SequenceData):
       validation metric (`sample_weight`), or None for weight 1.
     - `cap_length`: cap the longest bucket at the longest series (no
       padding for data of one length); False pads every batch to a power
-      of two, so fits on data of other lengths reuse the compiled programs
-      (`s5ts.data.plan_buckets`).
+      of two, so fits on data of other lengths reuse the compiled programs;
+      `"grid"` caps it at the next of four lengths per octave above the
+      longest series, so data of similar lengths share them
+      (`s5ts.data.plan_buckets`, `length_cap`).
     - `elapsed`: the batch keys that hold elapsed time (`"gaps"` under
       `time_handling="gaps"`, `"extra"` under `"append"`, none under
       `"drop"`): what observation dropout adds up over a dropped step
@@ -128,7 +130,7 @@ class Sequences(SequenceData):
     targets: Any = None
     per_step: bool = False
     weights: np.ndarray | None = None
-    cap_length: bool = True
+    cap_length: bool | str = True
     elapsed: tuple[str, ...] = ("gaps",)
 
     def __len__(self) -> int:
@@ -201,11 +203,12 @@ def padded_batch(data: Sequences, indices: np.ndarray, rows: int, length: int | 
     steps (padded steps: value 0, gap 0, mask False; padded rows: weight 0).
 
     `length` defaults to the bucket of the longest series at `indices`,
-    capped at the longest series of `data` if `data.cap_length`."""
+    capped as `data.cap_length` says (`length_cap`)."""
     if length is None:
         length = bucket_length(int(max(len(data.gaps[i]) for i in indices)))
-        if data.cap_length:
-            length = min(length, int(data.lengths.max()))
+        cap = length_cap(int(data.lengths.max()), data.cap_length)
+        if cap is not None:
+            length = min(length, cap)
     u, mask = pad_batch(_pick(data.inputs, indices), length, batch_size=rows)
     gaps, _ = pad_batch(_pick(data.gaps, indices), length, batch_size=rows)
     batch = {"u": u, "gaps": gaps, "mask": mask}
@@ -302,7 +305,7 @@ class PackedSequences(SequenceData):
         return len(self.data)
 
     @property
-    def cap_length(self) -> bool:
+    def cap_length(self) -> bool | str:
         return self.data.cap_length
 
     @property

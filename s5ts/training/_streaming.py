@@ -54,7 +54,7 @@ class StreamedSequences(SequenceData):
     lengths: np.ndarray
     chunks: Callable[[np.random.Generator | None], Iterator[tuple[np.ndarray, Sequences]]]
     per_step: bool = False
-    cap_length: bool = True
+    cap_length: bool | str = True
     elapsed: tuple[str, ...] = ("gaps",)
     shares: FileShares | None = None
 
