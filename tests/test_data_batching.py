@@ -5,7 +5,16 @@ import math
 import numpy as np
 import pytest
 
-from s5ts.data import bucket_length, grid_length, length_cap, make_batches, pad_batch, plan_buckets
+from s5ts.data import (
+    CapAtLongest,
+    CapOnGrid,
+    PowersOfTwo,
+    bucket_length,
+    grid_length,
+    make_batches,
+    pad_batch,
+    plan_buckets,
+)
 
 
 def _naive_bucket(L, min_length=8):
@@ -45,17 +54,20 @@ def test_grid_cap_on_the_longest_bucket_alone():
     rng = np.random.default_rng(0)
     for _ in range(50):
         lengths = rng.integers(1, 3000, rng.integers(1, 30))
-        grid = plan_buckets(lengths, budget=0, cap="grid")
-        powers = plan_buckets(lengths, budget=0, cap=False)
-        exact = plan_buckets(lengths, budget=0, cap=True)
+        grid = plan_buckets(lengths, budget=0, cap=CapOnGrid())
+        powers = plan_buckets(lengths, budget=0, cap=PowersOfTwo())
+        exact = plan_buckets(lengths, budget=0, cap=CapAtLongest())
         longest = int(lengths.max())
         assert grid[-1] == grid_length(longest) and exact[-1] == longest
         # below the longest bucket, the three are the same powers of two
         np.testing.assert_array_equal(grid[:-1], powers[:-1])
         np.testing.assert_array_equal(exact[:-1], powers[:-1])
-    assert length_cap(37, False) is None and length_cap(37, True) == 37 and length_cap(37, "grid") == 40
-    with pytest.raises(ValueError, match="cap must be True, False or 'grid'"):
-        plan_buckets([5, 9], cap="exact")
+    assert PowersOfTwo().limit(37) is None and CapAtLongest().limit(37) == 37 and CapOnGrid().limit(37) == 40
+    # a forward pass alone: data capped at its longest pads to powers of two,
+    # data on the grid keeps it
+    assert CapAtLongest().forward == PowersOfTwo() and CapOnGrid().forward == CapOnGrid()
+    with pytest.raises(TypeError, match="cap"):  # a bool, as before LengthCap
+        plan_buckets([5, 9], cap=True)
 
 
 def _check_partition(batches, n):

@@ -557,7 +557,7 @@ def test_observation_dropout_drawn_as_before():
     rng = np.random.default_rng(3)
     from s5ts.data import assign_buckets, make_batches, plan_buckets
 
-    buckets = plan_buckets(data.lengths, cap=True)
+    buckets = plan_buckets(data.lengths)
     padded = assign_buckets(data.lengths, buckets)
     for indices in make_batches(data.lengths, 4, shuffle=True, rng=rng, buckets=buckets):
         expected = thin_observations(padded_batch(data, indices, 4, int(padded[indices[0]])), 0.4, rng)

@@ -4,6 +4,7 @@ calendar features, intervals that widen with the lead, a linear trend,
 updates with late observations, and bad input."""
 
 import copy
+import dataclasses
 import math
 import pickle
 
@@ -15,6 +16,7 @@ import pytest
 from scipy.stats import norm
 
 from conftest import compilations, float64_module
+from s5ts.data import CapAtLongest, grid_length
 from s5ts.forecasting import (
     PRIOR_CHANGES,
     VALIDATION_QUERIES,
@@ -39,6 +41,7 @@ from s5ts.forecasting import _fitting as fitting
 from s5ts.forecasting._calibration import held_out_calibration
 from s5ts.forecasting._windows import WindowPlan, as_sequences, held_out_start, query_origins
 from s5ts.nn import S5SSM
+from s5ts.training._loop import _forward_only
 
 FAST = {"n_layers": 1, "d_model": 8, "state_size": 4, "max_epochs": 3, "random_state": 0}
 
@@ -199,9 +202,12 @@ def test_intervals_widen_with_the_lead_on_a_random_walk(random_walk):
 
 def test_fits_of_other_horizons_and_lengths_reuse_the_compiled_step():
     # Training never reads the horizon, and windows are padded on a grid of
-    # four lengths per octave: series of 60 and 67 points (windows of 49-56
-    # steps, padded to 56) with different horizons share one compiled
-    # training step (docs/forecasting.md, "Compilation").
+    # four lengths per octave: series of 49 and 55 points (trained windows
+    # of 41 and 48 steps, both padded to 48) with different horizons share
+    # one compiled training step (docs/forecasting.md, "Compilation"). The
+    # horizons give both fits' held-out windows the same count of origins
+    # with queries (`query_origins`), a static field of the network: a
+    # different count traces the step again (its compiled code is the same).
     rng = np.random.default_rng(7)
     params = dict(FAST, n_layers=1, d_model=8, state_size=6, n_queries=3, max_epochs=1)
 
@@ -209,9 +215,13 @@ def test_fits_of_other_horizons_and_lengths_reuse_the_compiled_step():
         hours = np.cumsum(rng.exponential(1.0, n))
         return pd.Series(np.sin(hours), index=pd.to_timedelta(hours, unit="h"))
 
+    short, longer = series(49), series(55)
+    trained = [held_out_start(np.asarray(s.index / pd.Timedelta(hours=1)), Forecaster().validation_fraction)
+               for s in (short, longer)]
+    assert trained[0] != trained[1] and grid_length(trained[0]) == grid_length(trained[1])  # not one length
     with compilations() as compiled:
-        Forecaster(**params).fit(series(60), horizon=pd.Timedelta(hours=3))
-        Forecaster(**params).fit(series(67), horizon=pd.Timedelta(hours=11))
+        Forecaster(**params).fit(short, horizon=pd.Timedelta(hours=3))
+        Forecaster(**params).fit(longer, horizon=pd.Timedelta(hours=6))
     assert compiled.count == 1
 
 
@@ -239,6 +249,10 @@ def test_windows_pad_to_the_grid_above_the_longest_not_a_power_of_two():
             seen += 1
     assert seen == len(lengths)
     assert max(data.batch_lengths(4)) == 40
+    # validation's forward passes keep the grid (estimators' data, capped at
+    # its longest series, pads to powers of two there)
+    assert max(_forward_only(data).batch_lengths(4)) == 40
+    assert max(_forward_only(dataclasses.replace(data, cap_length=CapAtLongest())).batch_lengths(4)) == 64
 
 
 def test_the_held_out_tail_draws_at_least_validation_queries_per_origin():

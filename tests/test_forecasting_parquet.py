@@ -12,6 +12,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from s5ts.forecasting import Forecaster, _fitting  # noqa: E402
+from s5ts.forecasting._windows import WINDOW_CAP  # noqa: E402
 from s5ts.training import Sequences, StreamedSequences  # noqa: E402
 
 SMALL = dict(n_layers=1, d_model=8, state_size=4, window_length=32, batch_size=4, random_state=0)
@@ -120,6 +121,9 @@ def test_a_parquet_fit_equals_the_same_data_in_memory(tmp_path, captured, missin
     for in_memory, from_files in [(train_m, train_s), (valid_m, valid_s)]:
         a, b = _windows(in_memory), _windows(from_files)
         assert len(a) == len(b) > 0
+        # batched alike: the same cap, the same padded length of every batch
+        assert in_memory.cap_length == from_files.cap_length == WINDOW_CAP
+        np.testing.assert_array_equal(in_memory.batch_lengths(4), from_files.batch_lengths(4))
         for wa, wb in zip(a, b):
             for xa, xb in zip(wa, wb):
                 np.testing.assert_allclose(xa, xb, rtol=1e-6, atol=1e-6)

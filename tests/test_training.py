@@ -14,7 +14,7 @@ import pytest
 from conftest import compilations
 from s5ts import S5Classifier, S5Regressor
 from s5ts.baselines import CRURegressor, DSSRegressor
-from s5ts.data import bucket_length, plan_buckets
+from s5ts.data import CapAtLongest, PowersOfTwo, bucket_length, plan_buckets
 from s5ts.estimators import AUTO_OBSERVATION_BUDGET
 from s5ts.nn import IdentityEncoder, S5Block, SequenceNetwork
 from s5ts.training import (
@@ -395,7 +395,7 @@ def test_batch_lengths_are_the_plan_of_make_batches():
         data = Sequences(
             inputs=tuple(np.zeros((n, 1), np.float32) for n in lengths),
             gaps=tuple(np.ones(n, np.float32) for n in lengths),
-            cap_length=bool(trial % 2),
+            cap_length=CapAtLongest() if trial % 2 else PowersOfTwo(),
         )
         buckets = plan_buckets(data.lengths, cap=data.cap_length)
         padded = assign_buckets(data.lengths, buckets)

@@ -4,10 +4,13 @@ Pure numpy/pandas: no JAX, no scikit-learn.
 """
 
 from ._batching import MERGE_BUDGET as MERGE_BUDGET
+from ._batching import CapAtLongest as CapAtLongest
+from ._batching import CapOnGrid as CapOnGrid
+from ._batching import LengthCap as LengthCap
+from ._batching import PowersOfTwo as PowersOfTwo
 from ._batching import assign_buckets as assign_buckets
 from ._batching import bucket_length as bucket_length
 from ._batching import grid_length as grid_length
-from ._batching import length_cap as length_cap
 from ._batching import make_batches as make_batches
 from ._batching import pack_rows as pack_rows
 from ._batching import pad_batch as pad_batch
@@ -36,6 +39,10 @@ __all__ = [
     "RaggedPanel",
     "Targets",
     "MERGE_BUDGET",
+    "CapAtLongest",
+    "CapOnGrid",
+    "LengthCap",
+    "PowersOfTwo",
     "ChunkLedger",
     "MedianGap",
     "ParquetSeries",
@@ -48,7 +55,6 @@ __all__ = [
     "gaps_from_times",
     "grid_length",
     "is_parquet_source",
-    "length_cap",
     "make_batches",
     "open_parquet",
     "order_by_ids",

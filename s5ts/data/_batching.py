@@ -7,10 +7,11 @@ lengths 5..5000 fall in 11 buckets (8, 16, ..., 8192), so at most about
 log2(max/min) + 2 shapes. Padding costs at most 2x the work of the longest
 series in a bucket.
 
-A data set's longest bucket may be capped at its longest series (no
-padding for data of one length), or at `grid_length` of it: the next of
-four lengths per octave (8, 10, 12, 14, 16, 20, ...), at most a quarter
-longer, so data sets of similar lengths still share compiled shapes.
+A data set's longest bucket may be capped (`LengthCap`): at its longest
+series (`CapAtLongest`: no padding for data of one length), at
+`grid_length` of it (`CapOnGrid`: the next of four lengths per octave, 8,
+10, 12, 14, 16, 20, ..., so data sets whose longest series round up to
+the same length share compiled shapes), or not at all (`PowersOfTwo`).
 
 `plan_buckets` then merges the short buckets of a small data set into the
 next longer one while that adds few padded steps (each bucket is one more
@@ -24,8 +25,11 @@ padded rows (`batch_size=`) are all mask False.
 
 from __future__ import annotations
 
+import abc
+import dataclasses
 from collections.abc import Sequence
 from numbers import Integral
+from typing import final
 
 import numpy as np
 from jaxtyping import Bool, Int, Shaped
@@ -47,10 +51,10 @@ def bucket_length(L: Integral, min_length: Integral = 8) -> int:
 
 
 def grid_length(L: Integral, min_length: Integral = 8) -> int:
-    """The next of four lengths per octave ≥ `L` (multiples of an eighth of
-    the power of two above: 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, ...),
-    and at least `min_length`: a cap for the longest bucket at most a
-    quarter longer than `L` (`plan_buckets(cap="grid")`).
+    """The next of four lengths per octave ≥ `L` (above 8, multiples of an
+    eighth of the power of two above: 8, 10, 12, 14, 16, 20, 24, 28, 32,
+    40, ...), and at least `min_length`: less than a quarter longer than
+    `L` above 8 (`CapOnGrid`).
 
     >>> [grid_length(L) for L in (5, 9, 17, 37, 64, 65, 200)]
     [8, 10, 20, 40, 64, 80, 224]
@@ -58,23 +62,73 @@ def grid_length(L: Integral, min_length: Integral = 8) -> int:
     L = int(L)
     if L < 1:
         raise ValueError(f"length must be at least 1, got {L}")
+    if min_length < 1:
+        raise ValueError(f"min_length must be at least 1, got {min_length}")
     if L <= min_length:
         return int(min_length)
     step = 1 << max((L - 1).bit_length() - 3, 0)
     return -(-L // step) * step
 
 
-def length_cap(longest: Integral, cap: bool | str, min_length: Integral = 8) -> int | None:
-    """The length the longest bucket of data whose longest series has
-    `longest` steps is capped at: `cap` True, `longest` itself; `"grid"`,
-    its `grid_length`; False, none (None: every bucket a power of two)."""
-    if cap is True:
-        return int(longest)
-    if cap == "grid":
-        return grid_length(longest, min_length)
-    if cap is False:
+class LengthCap(abc.ABC):
+    """How the longest length bucket of a data set is capped
+    (`plan_buckets`), and so how much its longest batches pad."""
+
+    @abc.abstractmethod
+    def limit(self, longest: Integral, min_length: Integral = 8) -> int | None:
+        """The padded length of the longest bucket of data whose longest
+        series has `longest` steps (None: its power of two)."""
+
+    @property
+    @abc.abstractmethod
+    def forward(self) -> "LengthCap":
+        """The cap of the same data in a forward pass alone (validation,
+        prediction; `s5ts.training`)."""
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class PowersOfTwo(LengthCap):
+    """No cap: every bucket a power of two, so data sets of other lengths
+    share compiled shapes."""
+
+    def limit(self, longest, min_length=8):
         return None
-    raise ValueError(f"cap must be True, False or 'grid', got {cap!r}")
+
+    @property
+    def forward(self):
+        return self
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class CapAtLongest(LengthCap):
+    """The longest bucket capped at the longest series: data of one length
+    pays for no padding. Its forward passes pad to powers of two, so a
+    validation set and the series given to predict share their shapes."""
+
+    def limit(self, longest, min_length=8):
+        return int(longest)
+
+    @property
+    def forward(self):
+        return PowersOfTwo()
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class CapOnGrid(LengthCap):
+    """The longest bucket capped at `grid_length` of the longest series,
+    less than a quarter of padding above 8 steps; data sets whose longest
+    series round up to the same grid length share compiled shapes, in
+    training and in forward passes alike."""
+
+    def limit(self, longest, min_length=8):
+        return grid_length(longest, min_length)
+
+    @property
+    def forward(self):
+        return self
 
 
 #: Padded steps per epoch that merging buckets may add (`plan_buckets`): at
@@ -89,15 +143,13 @@ def plan_buckets(
     *,
     min_length: Integral = 8,
     budget: Integral = MERGE_BUDGET,
-    cap: bool | str = True,
+    cap: LengthCap = CapAtLongest(),
 ) -> np.ndarray:
     """The padded lengths a data set is batched at, sorted.
 
     Start from the power-of-two buckets of `bucket_length`, the longest one
-    capped at the longest series when `cap` (a data set of one length pays
-    for no padding; `cap=False` keeps every bucket a power of two, so data
-    sets of different lengths share compiled shapes; `cap="grid"` caps it
-    at `grid_length` of the longest series, between the two: `length_cap`).
+    capped as `cap` says (`LengthCap`: by default at the longest series, so
+    a data set of one length pays for no padding).
     Then, cheapest first, merge a bucket into the next longer one while the
     padded steps this adds, in total over all merges, stay within `budget`
     (steps per epoch; 0 keeps every bucket). Fewer buckets mean fewer
@@ -109,15 +161,17 @@ def plan_buckets(
     [8, 31]
     >>> plan_buckets([5] * 100 + [3000], budget=1000).tolist()
     [8, 3000]
-    >>> plan_buckets([5] * 100 + [3000], budget=1000, cap=False).tolist()
+    >>> plan_buckets([5] * 100 + [3000], budget=1000, cap=PowersOfTwo()).tolist()
     [8, 4096]
-    >>> plan_buckets([5] * 100 + [3000], budget=1000, cap="grid").tolist()
+    >>> plan_buckets([5] * 100 + [3000], budget=1000, cap=CapOnGrid()).tolist()
     [8, 3072]
     """
     lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
     if lengths.size == 0:
         raise ValueError("plan_buckets needs at least one length")
-    limit = length_cap(int(lengths.max()), cap, min_length)
+    if not isinstance(cap, LengthCap):
+        raise TypeError(f"cap must be a LengthCap (PowersOfTwo, CapAtLongest, CapOnGrid), got {cap!r}")
+    limit = cap.limit(int(lengths.max()), min_length)
     assigned = np.array([bucket_length(L, min_length) for L in lengths])
     if limit is not None:
         assigned = np.minimum(assigned, limit)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..data import (
     ParquetSeries,
+    PowersOfTwo,
     RaggedPanel,
     is_parquet_source,
     open_parquet,
@@ -335,7 +336,7 @@ def predict(
     # the id column alone gives no times: at most the steps of a held window
     # (a bound pads more; predictions do not depend on padding)
     data = StreamedSequences(
-        lengths=prep.n_steps(lengths), chunks=chunks, per_step=estimator.per_step_, cap_length=False, shares=shares
+        lengths=prep.n_steps(lengths), chunks=chunks, per_step=estimator.per_step_, cap_length=PowersOfTwo(), shares=shares
     )
     outputs = predict_outputs(estimator.model_, data, estimator.batch_size, backprop, thinning)
     if owners is not None:  # every process's chunks, in file order

@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 from jaxtyping import Float
 
-from ..data import bucket_length
+from ..data import CapOnGrid, bucket_length
 from ..training import Sequences
 from ._steps import SeriesScale, StepLayout, draw_queries, observation_steps, query_examples
 
@@ -27,15 +27,15 @@ from ._steps import SeriesScale, StepLayout, draw_queries, observation_steps, qu
 #: pass an epoch, so more are cheap (docs/forecasting.md, "Defaults").
 VALIDATION_QUERIES = 16
 
-#: How the windows' longest bucket is capped (`s5ts.data.length_cap`):
-#: at the next of four lengths per octave above the longest window, so
-#: fits on series of similar lengths (within a quarter) share the compiled
+#: How the windows' longest bucket is capped (`s5ts.data.LengthCap`): at
+#: the next of four lengths per octave above the longest window, so fits
+#: whose longest windows round up to the same length share the compiled
 #: programs, while a panel of short series pays for little padding. Every
 #: padded step of a window costs its `n_queries` query steps too: powers
 #: of two padded issue 34's panel of 150 series (windows of at most 37
 #: steps) to 64, and an epoch of its training steps took 2.2x as long as at 40
 #: (docs/performance.md).
-WINDOW_CAP = "grid"
+WINDOW_CAP = CapOnGrid()
 
 #: Fewest batches per training epoch: the windows of few or short series
 #: are repeated, each copy with fresh draws of its queries, up to this many.

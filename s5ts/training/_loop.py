@@ -200,13 +200,13 @@ def _metric(metric_fn, outputs, targets, weights):
 
 
 def _forward_only(data: SequenceData) -> SequenceData:
-    """`data` batched at power-of-two lengths, uncapped: the validation set
-    and the series given to `predict` then share the forward pass's
-    compiled shapes (capped at each set's own longest series, they rarely
-    do; the extra padding costs a forward pass, not a training step).
-    Data capped on the grid of four lengths per octave (`"grid"`: the
-    forecaster's windows) keeps it: sets of similar lengths share it too."""
-    return data if data.cap_length == "grid" else dataclasses.replace(data, cap_length=False)
+    """`data` batched as its cap says of forward passes (`LengthCap.forward`):
+    data capped at its longest series pads to powers of two, so that the
+    validation set and the series given to `predict` share the forward
+    pass's compiled shapes (capped at each set's own longest series, they
+    rarely do; the extra padding costs a forward pass, not a training
+    step)."""
+    return dataclasses.replace(data, cap_length=data.cap_length.forward)
 
 
 def evaluate(

@@ -18,7 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from ..data import assign_buckets, bucket_length, length_cap, make_batches, pack_rows, pad_batch, plan_buckets
+from ..data import (
+    CapAtLongest,
+    LengthCap,
+    assign_buckets,
+    bucket_length,
+    make_batches,
+    pack_rows,
+    pad_batch,
+    plan_buckets,
+)
 from ..nn import AbstractPackedSequenceModel
 from ._backprop import WholeSequences
 from ._devices import placement_for
@@ -33,7 +42,7 @@ class SequenceData(abc.ABC):
     for the same series."""
 
     per_step: bool
-    cap_length: bool | str
+    cap_length: LengthCap
     elapsed: tuple[str, ...]
     #: (n,) int64 the length of every series, by position.
     lengths: np.ndarray
@@ -112,12 +121,12 @@ class Sequences(SequenceData):
       (float32, or int32 class indices (n,)); None at prediction.
     - `weights`: (n,) float32 weight of each series in the loss and the
       validation metric (`sample_weight`), or None for weight 1.
-    - `cap_length`: cap the longest bucket at the longest series (no
-      padding for data of one length); False pads every batch to a power
-      of two, so fits on data of other lengths reuse the compiled programs;
-      `"grid"` caps it at the next of four lengths per octave above the
-      longest series, so data of similar lengths share them
-      (`s5ts.data.plan_buckets`, `length_cap`).
+    - `cap_length`: how the longest bucket is capped (`s5ts.data.LengthCap`):
+      at the longest series (`CapAtLongest`: no padding for data of one
+      length), not at all (`PowersOfTwo`: fits on data of other lengths
+      reuse the compiled programs), or at the next of four lengths per
+      octave above it (`CapOnGrid`: data whose longest series round up to
+      the same length share them).
     - `elapsed`: the batch keys that hold elapsed time (`"gaps"` under
       `time_handling="gaps"`, `"extra"` under `"append"`, none under
       `"drop"`): what observation dropout adds up over a dropped step
@@ -130,7 +139,7 @@ class Sequences(SequenceData):
     targets: Any = None
     per_step: bool = False
     weights: np.ndarray | None = None
-    cap_length: bool | str = True
+    cap_length: LengthCap = CapAtLongest()
     elapsed: tuple[str, ...] = ("gaps",)
 
     def __len__(self) -> int:
@@ -203,10 +212,10 @@ def padded_batch(data: Sequences, indices: np.ndarray, rows: int, length: int | 
     steps (padded steps: value 0, gap 0, mask False; padded rows: weight 0).
 
     `length` defaults to the bucket of the longest series at `indices`,
-    capped as `data.cap_length` says (`length_cap`)."""
+    capped as `data.cap_length` says."""
     if length is None:
         length = bucket_length(int(max(len(data.gaps[i]) for i in indices)))
-        cap = length_cap(int(data.lengths.max()), data.cap_length)
+        cap = data.cap_length.limit(int(data.lengths.max()))
         if cap is not None:
             length = min(length, cap)
     u, mask = pad_batch(_pick(data.inputs, indices), length, batch_size=rows)
@@ -305,7 +314,7 @@ class PackedSequences(SequenceData):
         return len(self.data)
 
     @property
-    def cap_length(self) -> bool | str:
+    def cap_length(self) -> LengthCap:
         return self.data.cap_length
 
     @property

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 import jax
 import numpy as np
 
-from ..data import assign_buckets, plan_buckets
+from ..data import CapAtLongest, LengthCap, assign_buckets, plan_buckets
 from ._devices import placement_for
 from ._distributed import allgather_objects
 from ._sequences import SequenceData, Sequences, concatenated, padded_batch
@@ -54,7 +54,7 @@ class StreamedSequences(SequenceData):
     lengths: np.ndarray
     chunks: Callable[[np.random.Generator | None], Iterator[tuple[np.ndarray, Sequences]]]
     per_step: bool = False
-    cap_length: bool | str = True
+    cap_length: LengthCap = CapAtLongest()
     elapsed: tuple[str, ...] = ("gaps",)
     shares: FileShares | None = None
 
