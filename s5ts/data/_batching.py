@@ -59,15 +59,11 @@ def grid_length(L: Integral, min_length: Integral = 8) -> int:
     >>> [grid_length(L) for L in (5, 9, 17, 37, 64, 65, 200)]
     [8, 10, 20, 40, 64, 80, 224]
     """
-    L = int(L)
-    if L < 1:
-        raise ValueError(f"length must be at least 1, got {L}")
-    if min_length < 1:
-        raise ValueError(f"min_length must be at least 1, got {min_length}")
+    power = bucket_length(L, min_length)  # checks both; above min_length, the power of two ≥ L
     if L <= min_length:
         return int(min_length)
-    step = 1 << max((L - 1).bit_length() - 3, 0)
-    return -(-L // step) * step
+    step = max(power // 8, 1)
+    return -(-int(L) // step) * step
 
 
 class LengthCap(abc.ABC):
